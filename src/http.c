@@ -1,0 +1,793 @@
+/*
+** http.c: lash.http, the HTTP client. One libcurl easy handle per request,
+** driven by the runtime's loop (its multi handle pools connections and DNS
+** for the whole runtime); a per-runtime context holds a curl share for TLS
+** sessions and a small pool of idle easy handles. This file owns request
+** options, response collection (buffered, or streamed to on_chunk between
+** waits), error mapping to typed errors, and lash_open_http.
+*/
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "lua.h"
+#include "lauxlib.h"
+
+#include "modules.h"
+#include "runtime.h"
+#include "sse.h"
+
+#define HTTP_CTX_MT "lash.http.ctx"
+#define HTTP_OP_MT "lash.http.request"
+
+#define POOL_MAX 16
+#define DEFAULT_MAX_BODY ((lua_Integer)64 << 20)
+#define DEFAULT_CONNECT_TIMEOUT 30.0
+#define DEFAULT_MAX_REDIRECTS 10
+#define MAX_HEADER_BYTES ((size_t)1 << 20)
+/* A streamed body pauses the transfer when this much is waiting for
+** on_chunk, so a slow consumer bounds memory instead of the server. */
+#define STREAM_PAUSE_AT ((size_t)1 << 20)
+
+#ifndef LASH_VERSION
+#define LASH_VERSION "0.0.0"
+#endif
+
+/* Stack slots of a running request (the waiting thread's stack anchors
+** them across yields). */
+enum { S_OPTS = 1, S_OP, S_ONCHUNK, S_BODY, S_URL, S_NFIXED = S_URL };
+
+/* ---- per-runtime context ------------------------------------------- */
+
+typedef struct http_ctx {
+  CURLSH *share;
+  CURL *pool[POOL_MAX];
+  int npool;
+  int closed;
+} http_ctx;
+
+static int ctx_gc(lua_State *L) {
+  http_ctx *ctx = luaL_checkudata(L, 1, HTTP_CTX_MT);
+  if (ctx->closed) return 0;
+  ctx->closed = 1;
+  while (ctx->npool > 0) curl_easy_cleanup(ctx->pool[--ctx->npool]);
+  if (ctx->share) {
+    curl_share_cleanup(ctx->share);
+    ctx->share = NULL;
+  }
+  return 0;
+}
+
+/* The context of L's runtime, created on first use. It is created after
+** the runtime and before any request, so when a state closes Lua
+** finalizes every request first, then this, then the runtime's loop. */
+static http_ctx *ctx_get(lua_State *L) {
+  http_ctx *ctx;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, HTTP_CTX_MT) == LUA_TUSERDATA) {
+    ctx = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return ctx;
+  }
+  lua_pop(L, 1);
+  lash_runtime_get(L);  /* raises if lash is not open */
+  ctx = lua_newuserdatauv(L, sizeof *ctx, 0);
+  memset(ctx, 0, sizeof *ctx);
+  if (luaL_newmetatable(L, HTTP_CTX_MT)) {
+    lua_pushcfunction(L, ctx_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  ctx->share = curl_share_init();
+  if (!ctx->share) luaL_error(L, "lash.http: cannot create a curl share");
+  /* Connections and DNS are already pooled by the loop's multi handle;
+  ** TLS sessions are per easy handle unless shared. */
+  curl_share_setopt(ctx->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  lua_setfield(L, LUA_REGISTRYINDEX, HTTP_CTX_MT);
+  return ctx;
+}
+
+static CURL *pool_get(http_ctx *ctx) {
+  if (ctx->npool > 0) return ctx->pool[--ctx->npool];
+  return curl_easy_init();
+}
+
+static void pool_put(http_ctx *ctx, CURL *easy) {
+  if (ctx && !ctx->closed && ctx->npool < POOL_MAX) {
+    curl_easy_reset(easy);
+    ctx->pool[ctx->npool++] = easy;
+  } else {
+    curl_easy_cleanup(easy);
+  }
+}
+
+/* ---- byte buffers ---------------------------------------------------- */
+
+typedef struct buf {
+  char *p;
+  size_t n, cap;
+} buf;
+
+static int buf_reserve(buf *b, size_t extra) {
+  size_t need, cap;
+  char *p;
+  if (extra > SIZE_MAX - b->n) return -1;
+  need = b->n + extra;
+  if (need <= b->cap) return 0;
+  cap = b->cap ? b->cap : 256;
+  while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+  p = realloc(b->p, cap);
+  if (!p) return -1;
+  b->p = p;
+  b->cap = cap;
+  return 0;
+}
+
+static int buf_add(buf *b, const char *s, size_t n) {
+  if (buf_reserve(b, n) != 0) return -1;
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  return 0;
+}
+
+static void buf_free(buf *b) {
+  free(b->p);
+  b->p = NULL;
+  b->n = b->cap = 0;
+}
+
+/* ---- the request op ---------------------------------------------------- */
+
+enum { OP_IDLE, OP_RUNNING, OP_DONE, OP_CLOSED };
+enum { ABORT_NONE, ABORT_TOO_LARGE, ABORT_HEADERS_TOO_LARGE, ABORT_NOMEM };
+
+typedef struct http_op {
+  lash_wait w;                 /* first: op_cancel gets back to the op */
+  http_ctx *ctx;
+  lash_loop *loop;
+  CURL *easy;
+  struct curl_slist *hdrs;
+  int state;
+  CURLcode rc;
+  int abort;
+  int streaming;               /* body goes to on_chunk */
+  int check_status;
+  int decided;                 /* first body byte seen: status is known */
+  int paused;
+  size_t max_body, total;
+  buf body;                    /* whole body, or what on_chunk has not seen */
+  buf head;                    /* header lines of the latest response */
+  char errbuf[CURL_ERROR_SIZE];
+} http_op;
+
+/* Give everything back: the easy handle leaves the multi and returns to
+** the pool. Idempotent; the one place an op's resources are freed. */
+static void op_release(http_op *op) {
+  if (op->easy) {
+    if (op->state == OP_RUNNING) lash_curl_remove(op->loop, op->easy);
+    pool_put(op->ctx, op->easy);
+    op->easy = NULL;
+  }
+  curl_slist_free_all(op->hdrs);
+  op->hdrs = NULL;
+  buf_free(&op->body);
+  buf_free(&op->head);
+  op->state = OP_CLOSED;
+}
+
+static int op_gc(lua_State *L) {
+  op_release(luaL_checkudata(L, 1, HTTP_OP_MT));
+  return 0;
+}
+
+static void op_cancel(lash_wait *w) {
+  op_release((http_op *)w);
+}
+
+static void op_done(lash_loop *loop, CURL *easy, CURLcode rc, void *data) {
+  http_op *op = data;
+  (void)loop;
+  (void)easy;
+  op->rc = rc;
+  op->state = OP_DONE;
+  lash_wait_done(&op->w);
+}
+
+static size_t on_write(char *p, size_t size, size_t n, void *ud) {
+  http_op *op = ud;
+  size_t len = size * n;
+  if (!op->decided) {
+    /* An error status with check_status is collected whole for the error
+    ** object instead of being streamed. */
+    long code = 0;
+    op->decided = 1;
+    if (op->streaming && op->check_status &&
+        curl_easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &code) ==
+            CURLE_OK && code >= 400)
+      op->streaming = 0;
+    if (!op->streaming) {
+      curl_off_t cl = -1;
+      if (curl_easy_getinfo(op->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+                            &cl) == CURLE_OK && cl > 0 &&
+          (curl_off_t)op->max_body >= cl)
+        (void)buf_reserve(&op->body, (size_t)cl);
+    }
+  }
+  if (op->streaming && op->body.n >= STREAM_PAUSE_AT) {
+    op->paused = 1;
+    return CURL_WRITEFUNC_PAUSE;
+  }
+  if (len > op->max_body - op->total) {
+    op->abort = ABORT_TOO_LARGE;
+    return 0;
+  }
+  if (buf_add(&op->body, p, len) != 0) {
+    op->abort = ABORT_NOMEM;
+    return 0;
+  }
+  op->total += len;
+  if (op->streaming) lash_wait_done(&op->w);
+  return len;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud) {
+  http_op *op = ud;
+  size_t len = size * n;
+  /* A status line starts a new response (1xx, redirects): keep only the
+  ** headers of the last one. */
+  if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) op->head.n = 0;
+  if (len > MAX_HEADER_BYTES - op->head.n) {
+    op->abort = ABORT_HEADERS_TOO_LARGE;
+    return 0;
+  }
+  if (buf_add(&op->head, p, len) != 0) {
+    op->abort = ABORT_NOMEM;
+    return 0;
+  }
+  return len;
+}
+
+/* ---- options ----------------------------------------------------------- */
+
+static const char *const known_opts[] = {
+  "method", "url", "headers", "body", "timeout", "connect_timeout",
+  "idle_timeout", "on_chunk", "verify", "ca_file", "follow_redirects",
+  "max_redirects", "http2_prior_knowledge", "check_status",
+  "max_body_bytes", NULL
+};
+
+static void check_known_opts(lua_State *L) {
+  lua_pushnil(L);
+  while (lua_next(L, S_OPTS) != 0) {
+    int i;
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
+                                                   : NULL;
+    for (i = 0; k && known_opts[i]; i++)
+      if (strcmp(k, known_opts[i]) == 0) break;
+    if (!k || !known_opts[i])
+      luaL_error(L, "lash.http.request: unknown option %s%s%s (known: method, "
+                 "url, headers, body, timeout, connect_timeout, idle_timeout, "
+                 "on_chunk, verify, ca_file, follow_redirects, max_redirects, "
+                 "http2_prior_knowledge, check_status, max_body_bytes)",
+                 k ? "'" : "", k ? k : luaL_typename(L, -2), k ? "'" : "");
+    lua_pop(L, 1);
+  }
+}
+
+/* Seconds option -> milliseconds (0 when absent and no default). */
+static long opt_seconds(lua_State *L, const char *name, double dflt) {
+  double s = dflt;
+  int t = lua_getfield(L, S_OPTS, name);
+  if (t != LUA_TNIL) {
+    if (t != LUA_TNUMBER)
+      luaL_error(L, "lash.http.request: option '%s' must be a number of "
+                 "seconds, got %s", name, luaL_typename(L, -1));
+    s = lua_tonumber(L, -1);
+    if (!(s >= 0) || s > 1e9)
+      luaL_error(L, "lash.http.request: option '%s' must be between 0 and "
+                 "1e9 seconds", name);
+  }
+  lua_pop(L, 1);
+  return (long)ceil(s * 1000.0);
+}
+
+static int opt_bool(lua_State *L, const char *name, int dflt) {
+  int v = dflt, t = lua_getfield(L, S_OPTS, name);
+  if (t != LUA_TNIL) {
+    if (t != LUA_TBOOLEAN)
+      luaL_error(L, "lash.http.request: option '%s' must be a boolean, got %s",
+                 name, luaL_typename(L, -1));
+    v = lua_toboolean(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+static lua_Integer opt_int(lua_State *L, const char *name, lua_Integer dflt,
+                           lua_Integer lo) {
+  lua_Integer v = dflt;
+  int t = lua_getfield(L, S_OPTS, name), isint = 0;
+  if (t != LUA_TNIL) {
+    v = lua_tointegerx(L, -1, &isint);
+    if (t != LUA_TNUMBER || !isint || v < lo)
+      luaL_error(L, "lash.http.request: option '%s' must be an integer >= %d",
+                 name, (int)lo);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* Optional string option; pushes nothing. Returns NULL when absent. The
+** string stays alive in the options table while it is in use. */
+static const char *opt_string(lua_State *L, const char *name, size_t *len) {
+  const char *s = NULL;
+  int t = lua_getfield(L, S_OPTS, name);
+  if (t != LUA_TNIL) {
+    if (t != LUA_TSTRING)
+      luaL_error(L, "lash.http.request: option '%s' must be a string, got %s",
+                 name, luaL_typename(L, -1));
+    s = lua_tolstring(L, -1, len);
+  }
+  lua_pop(L, 1);
+  return s;
+}
+
+static int is_tchar(int c) {
+  return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static int is_token(const char *s, size_t n) {
+  size_t i;
+  if (n == 0) return 0;
+  for (i = 0; i < n; i++)
+    if (!is_tchar((unsigned char)s[i])) return 0;
+  return 1;
+}
+
+static void add_header(lua_State *L, http_op *op, const char *line) {
+  struct curl_slist *l = curl_slist_append(op->hdrs, line);
+  if (!l) luaL_error(L, "lash.http.request: out of memory");
+  op->hdrs = l;
+}
+
+/* headers = { Name = "value", ... }. Values may not contain CR, LF or NUL
+** (header injection). An empty value is sent as an empty header. */
+static void set_headers(lua_State *L, http_op *op, int has_body) {
+  int t = lua_getfield(L, S_OPTS, "headers"), saw_expect = 0, saw_ctype = 0;
+  if (t != LUA_TNIL && t != LUA_TTABLE)
+    luaL_error(L, "lash.http.request: option 'headers' must be a table of "
+               "name = value, got %s", luaL_typename(L, -1));
+  if (t == LUA_TTABLE) {
+    int h = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, h) != 0) {
+      size_t nl, vl, i;
+      const char *name, *value;
+      if (lua_type(L, -2) != LUA_TSTRING)
+        luaL_error(L, "lash.http.request: header names must be strings, "
+                   "got %s", luaL_typename(L, -2));
+      name = lua_tolstring(L, -2, &nl);
+      if (!is_token(name, nl))
+        luaL_error(L, "lash.http.request: invalid header name '%s'", name);
+      if (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER)
+        luaL_error(L, "lash.http.request: header '%s' must be a string or "
+                   "number, got %s", name, luaL_typename(L, -1));
+      value = lua_tolstring(L, -1, &vl);  /* converts a number in place */
+      for (i = 0; i < vl; i++)
+        if (value[i] == '\r' || value[i] == '\n' || value[i] == '\0')
+          luaL_error(L, "lash.http.request: header '%s' contains CR, LF or "
+                     "NUL", name);
+      if (strcasecmp(name, "expect") == 0) saw_expect = 1;
+      if (strcasecmp(name, "content-type") == 0) saw_ctype = 1;
+      if (vl == 0) lua_pushfstring(L, "%s;", name);
+      else lua_pushfstring(L, "%s: %s", name, value);
+      add_header(L, op, lua_tostring(L, -1));
+      lua_pop(L, 2);
+    }
+  }
+  lua_pop(L, 1);
+  /* No "Expect: 100-continue" round trip, and no invented form content
+  ** type for a body the caller did not label. */
+  if (!saw_expect) add_header(L, op, "Expect:");
+  if (has_body && !saw_ctype) add_header(L, op, "Content-Type:");
+}
+
+/* Check the URL and push the form used in messages: no user info, the
+** query and fragment elided (API keys travel there sometimes). */
+static void check_url(lua_State *L, const char *url) {
+  CURLU *u = curl_url();
+  char *scheme = NULL, *shown = NULL, *query = NULL;
+  CURLUcode uc;
+  if (!u) luaL_error(L, "lash.http.request: out of memory");
+  uc = curl_url_set(u, CURLUPART_URL, url, 0);
+  if (uc == CURLUE_OK) uc = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+  if (uc != CURLUE_OK || (strcmp(scheme, "http") != 0 &&
+                          strcmp(scheme, "https") != 0)) {
+    curl_free(scheme);
+    curl_url_cleanup(u);
+    luaL_error(L, "lash.http.request: option 'url' must be an absolute "
+               "http:// or https:// URL%s%s", uc != CURLUE_OK ? ": " : "",
+               uc != CURLUE_OK ? curl_url_strerror(uc) : "");
+  }
+  curl_free(scheme);
+  curl_url_get(u, CURLUPART_QUERY, &query, 0);
+  curl_url_set(u, CURLUPART_USER, NULL, 0);
+  curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+  curl_url_set(u, CURLUPART_QUERY, NULL, 0);
+  curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0);
+  if (curl_url_get(u, CURLUPART_URL, &shown, 0) != CURLUE_OK) shown = NULL;
+  lua_pushfstring(L, "%s%s", shown ? shown : "(url)", query ? "?..." : "");
+  curl_free(shown);
+  curl_free(query);
+  curl_url_cleanup(u);
+}
+
+static void configure(lua_State *L, http_op *op) {
+  CURL *e = op->easy;
+  size_t ml = 0, bl = 0;
+  const char *method, *url, *body, *ca;
+  long timeout, ctimeout, idle;
+  int h2c;
+
+  check_known_opts(L);
+  if (lua_getfield(L, S_OPTS, "url") != LUA_TSTRING)
+    luaL_error(L, "lash.http.request: option 'url' (a string) is required");
+  url = lua_tostring(L, -1);
+  lua_pop(L, 1);
+  check_url(L, url);                                  /* S_URL */
+  body = opt_string(L, "body", &bl);
+  method = opt_string(L, "method", &ml);
+  if (method && !is_token(method, ml))
+    luaL_error(L, "lash.http.request: invalid method '%s'", method);
+  if (!method) method = body ? "POST" : "GET";
+
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_SHARE, op->ctx->share);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, op->errbuf);
+  curl_easy_setopt(e, CURLOPT_USERAGENT, "lash/" LASH_VERSION);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, op);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, op);
+
+  if (strcmp(method, "HEAD") == 0) {
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  } else if (strcmp(method, "GET") != 0 || body) {
+    if (strcmp(method, "POST") != 0)
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    if (body || strcmp(method, "POST") == 0) {
+      /* The body string is anchored at S_BODY for the whole transfer. */
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)bl);
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, body ? body : "");
+    }
+  }
+  set_headers(L, op, body != NULL);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, op->hdrs);
+
+  timeout = opt_seconds(L, "timeout", 0);
+  ctimeout = opt_seconds(L, "connect_timeout", DEFAULT_CONNECT_TIMEOUT);
+  idle = opt_seconds(L, "idle_timeout", 0);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ctimeout);
+  if (idle > 0) {
+    /* libcurl counts whole seconds below 1 byte/s as stalled. */
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (idle + 999) / 1000);
+  }
+
+  if (!opt_bool(L, "verify", 1)) {
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  ca = opt_string(L, "ca_file", NULL);
+  if (ca) curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+
+  if (opt_bool(L, "follow_redirects", 0)) {
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS,
+                     (long)opt_int(L, "max_redirects", DEFAULT_MAX_REDIRECTS,
+                                   0));
+  }
+
+  h2c = opt_bool(L, "http2_prior_knowledge", 0);
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+                   h2c ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+                       : (long)CURL_HTTP_VERSION_2TLS);
+  /* Let concurrent requests to one host wait to multiplex on a single
+  ** HTTP/2 connection instead of opening one each. */
+  if (h2c || strncasecmp(url, "https:", 6) == 0)
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+
+  op->check_status = opt_bool(L, "check_status", 0);
+  op->max_body = (size_t)opt_int(L, "max_body_bytes", DEFAULT_MAX_BODY, 1);
+
+  /* Anchor the body string and on_chunk on the stack. */
+  lua_getfield(L, S_OPTS, "on_chunk");
+  if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
+    luaL_error(L, "lash.http.request: option 'on_chunk' must be a function, "
+               "got %s", luaL_typename(L, -1));
+  op->streaming = lua_isfunction(L, -1);
+  lua_replace(L, S_ONCHUNK);
+  lua_getfield(L, S_OPTS, "body");
+  lua_replace(L, S_BODY);
+}
+
+/* ---- results and errors -------------------------------------------------- */
+
+static int status_retryable(long s) {
+  return s == 408 || s == 425 || s == 429 || s == 500 || s == 502 ||
+         s == 503 || s == 504 || s == 529;
+}
+
+static void classify(CURLcode rc, const char **kind, int *retryable) {
+  *retryable = 0;
+  switch (rc) {
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+      *kind = "connect";
+      *retryable = 1;
+      break;
+    case CURLE_OPERATION_TIMEDOUT:
+      *kind = "timeout";
+      *retryable = 1;
+      break;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CLIENTCERT:
+    case CURLE_USE_SSL_FAILED:
+      *kind = "tls";
+      break;
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+      *kind = "http";
+      *retryable = 1;
+      break;
+    default:
+      *kind = "http";
+      break;
+  }
+}
+
+/* Raise the failure of a finished (or aborted) transfer. The op is
+** released first so nothing waits on the garbage collector. */
+static int raise_failure(lua_State *L, http_op *op) {
+  const char *url = lua_tostring(L, S_URL), *kind;
+  int retryable;
+  CURLcode rc = op->rc;
+  switch (op->abort) {
+    case ABORT_TOO_LARGE:
+      lua_pushfstring(L, "%s: response body is larger than max_body_bytes "
+                      "(%I bytes); raise max_body_bytes if this is expected",
+                      url, (lua_Integer)op->max_body);
+      kind = "http";
+      retryable = 0;
+      break;
+    case ABORT_HEADERS_TOO_LARGE:
+      lua_pushfstring(L, "%s: response headers are larger than %d bytes",
+                      url, (int)MAX_HEADER_BYTES);
+      kind = "http";
+      retryable = 0;
+      break;
+    case ABORT_NOMEM:
+      lua_pushfstring(L, "%s: out of memory while receiving the response",
+                      url);
+      kind = "http";
+      retryable = 0;
+      break;
+    default:
+      classify(rc, &kind, &retryable);
+      lua_pushfstring(L, "%s: %s", url,
+                      op->errbuf[0] ? op->errbuf : curl_easy_strerror(rc));
+      break;
+  }
+  op_release(op);
+  lash_error_push(L, kind, lua_tostring(L, -1), retryable);
+  lua_pushvalue(L, S_URL);
+  lua_setfield(L, -2, "url");
+  lua_pushinteger(L, (lua_Integer)rc);
+  lua_setfield(L, -2, "curl_code");
+  return lua_error(L);
+}
+
+/* Parse the header lines of the last response into a table: lower-case
+** names, repeated headers joined with ", ". */
+static void push_headers(lua_State *L, const buf *h) {
+  const char *p = h->p, *end = h->p + h->n;
+  int t;
+  lua_createtable(L, 0, 8);
+  t = lua_gettop(L);
+  while (p && p < end) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p)), *colon, *v, *ve;
+    const char *line = p;
+    if (!eol) eol = end;
+    p = eol + 1;
+    ve = eol;
+    if (ve > line && ve[-1] == '\r') ve--;
+    if (ve == line || memcmp(line, "HTTP/", ve - line < 5 ? 0 : 5) == 0)
+      continue;
+    colon = memchr(line, ':', (size_t)(ve - line));
+    if (!colon || colon == line) continue;
+    v = colon + 1;
+    while (v < ve && (*v == ' ' || *v == '\t')) v++;
+    while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+    {
+      luaL_Buffer b;
+      const char *c;
+      luaL_buffinit(L, &b);
+      for (c = line; c < colon; c++)
+        luaL_addchar(&b, (char)tolower((unsigned char)*c));
+      luaL_pushresult(&b);
+    }
+    lua_pushvalue(L, -1);
+    if (lua_rawget(L, t) == LUA_TSTRING) {
+      lua_pushliteral(L, ", ");
+      lua_pushlstring(L, v, (size_t)(ve - v));
+      lua_concat(L, 3);
+    } else {
+      lua_pop(L, 1);
+      lua_pushlstring(L, v, (size_t)(ve - v));
+    }
+    lua_rawset(L, t);
+  }
+}
+
+static int finish(lua_State *L, http_op *op) {
+  long status = 0;
+  if (op->abort != ABORT_NONE || op->rc != CURLE_OK)
+    return raise_failure(L, op);
+  curl_easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &status);
+  lua_pushinteger(L, status);
+  push_headers(L, &op->head);
+  if (op->streaming) lua_pushnil(L);
+  else lua_pushlstring(L, op->body.p ? op->body.p : "", op->body.n);
+  op_release(op);
+  if (op->check_status && status >= 400) {
+    const char *url = lua_tostring(L, S_URL);
+    lua_pushfstring(L, "%s: HTTP status %d", url, (int)status);
+    lash_error_push(L, "status", lua_tostring(L, -1),
+                    status_retryable(status));
+    lua_pushinteger(L, status);
+    lua_setfield(L, -2, "status");
+    lua_pushvalue(L, -5);
+    lua_setfield(L, -2, "headers");
+    lua_pushvalue(L, -4);
+    lua_setfield(L, -2, "body");
+    lua_pushvalue(L, S_URL);
+    lua_setfield(L, -2, "url");
+    return lua_error(L);
+  }
+  return 3;
+}
+
+/* ---- the wait loop --------------------------------------------------------
+** pump() alternates between waiting for "data or done" and handing buffered
+** data to on_chunk from Lua context (never from a curl callback). It is
+** re-entered by a continuation after every yield, and loops in place when
+** nothing yielded, so a long stream never deepens the C stack. */
+
+#define PUMP_AGAIN (-1)
+
+static int pump(lua_State *L, http_op *op);
+
+static int chunk_k(lua_State *L, int status, lua_KContext ctx) {
+  http_op *op = (http_op *)ctx;
+  if (status != LUA_OK && status != LUA_YIELD) {
+    op_release(op);      /* on_chunk failed: abort the transfer */
+    return lua_error(L);
+  }
+  return pump(L, op);
+}
+
+static int wait_k(lua_State *L, int status, lua_KContext ctx) {
+  http_op *op = (http_op *)ctx;
+  if (op->w.cancelled) {
+    op_release(op);
+    lash_wait_check(L, &op->w);
+  }
+  /* LUA_OK: lash_wait_yield ran us in place from pump's loop. */
+  if (status == LUA_OK) return PUMP_AGAIN;
+  return pump(L, op);
+}
+
+static int pump(lua_State *L, http_op *op) {
+  for (;;) {
+    if (op->state == OP_CLOSED)
+      return luaL_error(L, "lash.http.request: request was released while "
+                        "in use");
+    if (op->streaming && op->body.n > 0) {
+      int status;
+      lua_pushvalue(L, S_ONCHUNK);
+      lua_pushlstring(L, op->body.p, op->body.n);
+      op->body.n = 0;
+      if (op->paused && op->state == OP_RUNNING) {
+        /* May deliver the held data at once (into op->body). */
+        op->paused = 0;
+        curl_easy_pause(op->easy, CURLPAUSE_CONT);
+      }
+      status = lua_pcallk(L, 1, 0, 0, (lua_KContext)op, chunk_k);
+      if (status != LUA_OK) {
+        op_release(op);
+        return lua_error(L);
+      }
+      continue;
+    }
+    if (op->state == OP_DONE) return finish(L, op);
+    lash_wait_init(&op->w, op_cancel);
+    if (lash_wait_yield(L, &op->w, (lua_KContext)op, wait_k) != PUMP_AGAIN)
+      return luaL_error(L, "lash.http.request: unexpected wait result");
+  }
+}
+
+/* lash.http.request(opts) -> status, headers, body */
+static int l_request(lua_State *L) {
+  http_ctx *ctx;
+  http_op *op;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  ctx = ctx_get(L);
+  op = lua_newuserdatauv(L, sizeof *op, 0);           /* S_OP */
+  memset(op, 0, sizeof *op);
+  op->state = OP_IDLE;
+  lash_wait_init(&op->w, op_cancel);
+  luaL_setmetatable(L, HTTP_OP_MT);
+  op->ctx = ctx;
+  op->loop = lash_runtime_loop(L);
+  lua_pushnil(L);                                     /* S_ONCHUNK */
+  lua_pushnil(L);                                     /* S_BODY */
+  op->easy = pool_get(ctx);
+  if (!op->easy) return luaL_error(L, "lash.http.request: cannot create a "
+                                   "curl handle");
+  configure(L, op);                                   /* pushes S_URL */
+  lua_settop(L, S_NFIXED);
+  if (lash_curl_add(op->loop, op->easy, op_done, op) != 0) {
+    op_release(op);
+    return luaL_error(L, "lash.http.request: cannot start the transfer");
+  }
+  op->state = OP_RUNNING;
+  return pump(L, op);
+}
+
+/* ---- module ---------------------------------------------------------------- */
+
+int lash_open_http(lua_State *L) {
+  static const luaL_Reg funcs[] = {
+    {"request", l_request},
+    /* sse_parser (lash_sse_parser_new, src/lsse.c) joins when it lands. */
+    {NULL, NULL}
+  };
+  if (luaL_newmetatable(L, HTTP_OP_MT)) {
+    lua_pushcfunction(L, op_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, op_gc);
+    lua_setfield(L, -2, "__close");
+    lua_pushliteral(L, "lash.http.request");
+    lua_setfield(L, -2, "__name");
+  }
+  lua_pop(L, 1);
+  luaL_newlib(L, funcs);
+  return 1;
+}
