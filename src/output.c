@@ -190,6 +190,7 @@ static void trunc_tail(const char *text, size_t end, const lash_trunc_opts *o,
     t->body_off = off;
     t->body_len = end - off;
     t->by = LASH_TRUNC_BYTES;
+    t->lines = 1;
     return;
   }
   kept_start = end;
@@ -209,6 +210,7 @@ static void trunc_tail(const char *text, size_t end, const lash_trunc_opts *o,
   }
   t->body_off = kept_start;
   t->body_len = end - kept_start;
+  t->lines = kept;
 }
 
 static void trunc_head(const char *text, size_t end, const lash_trunc_opts *o,
@@ -234,6 +236,7 @@ static void trunc_head(const char *text, size_t end, const lash_trunc_opts *o,
   }
   t->body_off = 0;
   t->body_len = kept_end;
+  t->lines = kept;
 }
 
 void lash_truncate(const char *text, size_t len, const lash_trunc_opts *o,

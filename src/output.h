@@ -77,6 +77,7 @@ typedef struct lash_trunc_opts {
 typedef struct lash_trunc {
   size_t body_off, body_len;   /* the kept text: input[body_off, +body_len) */
   int direction;               /* as in the options */
+  size_t lines;                /* lines kept (a tail cut of one line is 1) */
   int by;                      /* LASH_TRUNC_NONE, _LINES or _BYTES */
   int first_line_exceeded;     /* head only: nothing kept */
   int marked;                  /* the result carries the marker */
