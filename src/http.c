@@ -255,7 +255,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
 static const char *const known_opts[] = {
   "method", "url", "headers", "body", "timeout", "connect_timeout",
   "idle_timeout", "on_chunk", "verify", "ca_file", "follow_redirects",
-  "max_redirects", "http2_prior_knowledge", "check_status",
+  "max_redirects", "http_version", "http2_prior_knowledge", "check_status",
   "max_body_bytes", NULL
 };
 
@@ -271,7 +271,8 @@ static void check_known_opts(lua_State *L) {
       luaL_error(L, "lash.http.request: unknown option %s%s%s (known: method, "
                  "url, headers, body, timeout, connect_timeout, idle_timeout, "
                  "on_chunk, verify, ca_file, follow_redirects, max_redirects, "
-                 "http2_prior_knowledge, check_status, max_body_bytes)",
+                 "http_version, http2_prior_knowledge, check_status, "
+                 "max_body_bytes)",
                  k ? "'" : "", k ? k : luaL_typename(L, -2), k ? "'" : "");
     lua_pop(L, 1);
   }
@@ -428,8 +429,8 @@ static void check_url(lua_State *L, const char *url) {
 static void configure(lua_State *L, http_op *op) {
   CURL *e = op->easy;
   size_t ml = 0, bl = 0;
-  const char *method, *url, *body, *ca;
-  long timeout, ctimeout, idle;
+  const char *method, *url, *body, *ca, *version;
+  long timeout, ctimeout, idle, httpv;
   int h2c;
 
   check_known_opts(L);
@@ -497,12 +498,19 @@ static void configure(lua_State *L, http_op *op) {
   }
 
   h2c = opt_bool(L, "http2_prior_knowledge", 0);
-  curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                   h2c ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
-                       : (long)CURL_HTTP_VERSION_2TLS);
+  version = opt_string(L, "http_version", NULL);
+  httpv = h2c ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS;
+  if (version && strcmp(version, "1.1") == 0 && !h2c)
+    httpv = CURL_HTTP_VERSION_1_1;
+  else if (version && strcmp(version, "2") != 0)
+    luaL_error(L, "lash.http.request: option 'http_version' must be \"2\" "
+               "(the default: HTTP/2 where TLS offers it) or \"1.1\" (not "
+               "with http2_prior_knowledge)");
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, httpv);
   /* Let concurrent requests to one host wait to multiplex on a single
   ** HTTP/2 connection instead of opening one each. */
-  if (h2c || strncasecmp(url, "https:", 6) == 0)
+  if (h2c || (httpv != CURL_HTTP_VERSION_1_1 &&
+              strncasecmp(url, "https:", 6) == 0))
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
 
   op->check_status = opt_bool(L, "check_status", 0);
@@ -776,7 +784,7 @@ static int l_request(lua_State *L) {
 int lash_open_http(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"request", l_request},
-    /* sse_parser (lash_sse_parser_new, src/lsse.c) joins when it lands. */
+    {"sse_parser", lash_sse_parser_new},
     {NULL, NULL}
   };
   if (luaL_newmetatable(L, HTTP_OP_MT)) {

@@ -25,6 +25,7 @@ Routes (any method):
                         flush (chunked over HTTP/1.1, one DATA frame each
                         over HTTP/2), content type T
   /close                answers "closing" and closes the connection
+                        gracefully (Connection: close; HTTP/2: GOAWAY)
 
 Only the standard library and h2 (Debian's python3-h2, for HTTP/2)."""
 
@@ -58,6 +59,11 @@ conn_ids = itertools.count(1)
 
 class Dropped(Exception):
     """A route asked to drop the connection."""
+
+
+class Closing(Exception):
+    """A route answered and asks to close the connection gracefully (HTTP/2:
+    GOAWAY first)."""
 
 
 class Request:
@@ -154,8 +160,9 @@ async def route(req, res):
                 await asyncio.sleep(delay)
         await res.end()
     elif p == "/close":
+        res.close_after = True
         await res.send(200, [("connection", "close")], b"closing")
-        raise Dropped()
+        raise Closing()
     else:
         await res.send(404, [("content-type", "text/plain")], b"no route")
 
@@ -326,6 +333,9 @@ class H2Conn:
         res = H2Response(self, sid, req.method == "HEAD")
         try:
             await route(req, res)
+        except Closing:
+            self.dropped = True
+            self.conn.writer.close()
         except Dropped:
             self.dropped = True
             self.conn.writer.close()
@@ -336,6 +346,7 @@ class H2Conn:
 class H2Response:
     def __init__(self, hc, sid, head_only):
         self.hc, self.sid, self.head_only = hc, sid, head_only
+        self.close_after = False
 
     async def start(self, status, headers):
         hs = [(":status", str(status))]
@@ -361,6 +372,10 @@ class H2Response:
 
     async def end(self):
         self.hc.h2.end_stream(self.sid)
+        if self.close_after:
+            # GOAWAY in the same write as the end of the stream, so the
+            # client never picks this connection for its next request.
+            self.hc.h2.close_connection()
         await self.hc.flush()
 
     async def send(self, status, headers, body):
@@ -393,7 +408,7 @@ async def on_connection(reader, writer):
                 await H2Conn(conn, cid, tls_reused).run(pushed)
         else:
             await serve_h1(conn, cid, tls_reused)
-    except (Dropped, ConnectionError, asyncio.IncompleteReadError,
+    except (Dropped, Closing, ConnectionError, asyncio.IncompleteReadError,
             ssl.SSLError, ValueError):
         pass
     finally:
