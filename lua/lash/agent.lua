@@ -1,0 +1,785 @@
+--- The agent and its run loop.
+--
+-- `lash.agent{...}` checks a definition; `agent:start(prompt, opts)` starts
+-- a run as a task on the event loop and returns it; `agent:run(prompt,
+-- opts)` waits for that task (driving the loop itself when called outside
+-- a task). Many runs progress at once in one thread.
+--
+-- Each step renders the instructions, collects the tools of every toolset
+-- in a stable order, calls the model, runs the tool calls it asked for
+-- (concurrently when there are several), appends the results and repeats
+-- until the model answers without tool calls.
+--
+-- **History** (`result.messages`, `opts.history`) is a list of messages,
+-- plain JSON-serialisable tables, provider-neutral:
+--
+--   { role = "user", parts = {
+--       { type = "text", text = "..." },                       -- a prompt
+--       { type = "tool_result", id = "call id", name = "tool",
+--         content = "text the model sees",
+--         status = "ok" | "retry" | "denied" } } }              -- tool results
+--   { role = "assistant", parts = {
+--       { type = "text", text = "..." },
+--       { type = "tool_call", id = "call id", name = "tool",
+--         args = { ... },                 -- decoded arguments, or
+--         args_json = "..." } },          -- the raw text when it was not a JSON object
+--     finish = "stop" | "tool_calls" | "length" | ...,
+--     model = "provider:model", usage = { input_tokens=, output_tokens=, ... } }
+--
+-- Instructions are not part of the history: they are rendered per step.
+-- A retry result's content already ends with "\n\nFix the errors and try again.".
+--
+-- **Events** (`opts.on_event(ev)`), each a plain table with `type`, in order:
+--   run_start    {run_id, agent, model, prompt}
+--   model_request{run_id, step, model, messages (count), tools (count)}
+--   text_delta   {run_id, step, text}                  when streaming
+--   tool_call    {run_id, step, id, name, args}        args: table, or the raw string
+--   approval_request {run_id, step, id, name, args}    a call waits for a decision
+--   tool_result  {run_id, step, id, name, status, content, elapsed}
+--   retry        {run_id, step, kind = "tool", id, name, attempt, message}
+--                {run_id, step, kind = "model", attempt, delay, status, reason, message}
+--   usage        {run_id, step, usage = this request, total = the run so far}
+--   run_end      {run_id, stop_reason, output, usage, pending, error = {kind, message}}
+-- `on_event` should not wait: streamed text may be delivered from inside
+-- the HTTP layer's callbacks.
+--
+-- **Stop reasons**: "complete" (an answer), "max_tokens" (the answer hit the
+-- output limit), "content_filter"/"refusal", "approval_required" (calls
+-- wait for approval: `result.pending`). Failures raise typed errors
+-- (`limit`, `tool`, `retries`, `model`, `provider`, `auth`, `config`,
+-- `template`, `cancelled`, ...) carrying `messages` and `usage`.
+-- @module lash.agent
+local json = require "lash.json"
+local tool = require "lash.tool"
+local toolset = require "lash.toolset"
+local capability = require "lash.capability"
+local template = require "lash.template"
+local models = require "lash.models"
+
+local M = {}
+
+local Agent = {}
+Agent.__index = Agent
+Agent.__name = "lash.agent"
+M.Agent = Agent
+
+local function lash()
+  return require "lash"
+end
+
+local function new_error(kind, message, fields)
+  return lash().error(kind, message, fields)
+end
+
+local DEFAULT_LIMITS = { max_steps = 50 }
+local LIMIT_KEYS = { max_steps = true, max_tool_calls = true, max_input_tokens = true,
+                     max_output_tokens = true, max_total_tokens = true }
+
+local AGENT_FIELDS = {
+  name = "string", description = "string", model = true, instructions = true, tools = "table",
+  toolsets = "table", capabilities = "table", retries = "number", limits = "table",
+  model_settings = "table", deps = true, values = "table", tool_timeout = "number",
+  stream = "boolean", approve = "function", model_options = "table",
+}
+
+local RUN_OPTS = {
+  history = "table", deps = true, on_event = "function", approve = "function", approvals = "table",
+  model = true, limits = "table", values = "table", model_settings = "table", stream = "boolean",
+}
+
+local function sorted_keys(t)
+  local out = {}
+  for k in pairs(t) do out[#out + 1] = tostring(k) end
+  table.sort(out)
+  return table.concat(out, ", ")
+end
+
+local function check_fields(who, t, spec, level)
+  for k, v in pairs(t) do
+    local want = spec[k]
+    if want == nil then
+      error(who .. ": unknown field '" .. tostring(k) .. "' (known fields: " .. sorted_keys(spec) .. ")", level + 1)
+    elseif want ~= true and type(v) ~= want then
+      error(who .. ": field '" .. k .. "' must be a " .. want .. ", got " .. type(v), level + 1)
+    end
+  end
+end
+
+local function check_limits(who, limits, level)
+  for k, v in pairs(limits) do
+    if not LIMIT_KEYS[k] then
+      error(who .. ": unknown limit '" .. tostring(k) .. "' (known: " .. sorted_keys(LIMIT_KEYS) .. ")", level + 1)
+    end
+    if v ~= false and (type(v) ~= "number" or v < 0 or v ~= math.floor(v)) then
+      error(who .. ": limit '" .. k .. "' must be an integer >= 0 (or false for none), got " .. tostring(v), level + 1)
+    end
+  end
+end
+
+local function check_instructions(who, v, level)
+  local t = type(v)
+  if v == nil or t == "string" or t == "function" then return end
+  if t == "table" then
+    for i, x in ipairs(v) do
+      if type(x) ~= "string" and type(x) ~= "function" then
+        error(who .. ": instructions[" .. i .. "] must be a string or a function(ctx), got " .. type(x), level + 1)
+      end
+    end
+    return
+  end
+  error(who .. ": 'instructions' must be a string, a function(ctx) or a list of them, got " .. t, level + 1)
+end
+
+--- Define an agent.
+-- @tparam table def `model` (see lash.models.resolve; may be overridden per
+--   run), `instructions` (string template, function(ctx), or a list),
+--   `tools` (lash.tool objects or tool tables), `toolsets`, `capabilities`,
+--   `retries` (default 1: how many consecutive retries a tool gets),
+--   `limits` ({max_steps = 50, max_tool_calls, max_input_tokens,
+--   max_output_tokens, max_total_tokens}), `model_settings` (max_tokens,
+--   temperature, ...), `model_options` (api_key, base_url, max_retries,
+--   timeout, ...), `deps` (default deps), `values` (strings templates may
+--   read as `values.x`), `tool_timeout` (seconds, for tools without their
+--   own), `stream`, `approve` (default approval callback), `name`.
+-- @treturn Agent
+function M.new(def)
+  if getmetatable(def) == Agent then return def end
+  if type(def) ~= "table" then error("lash.agent: expected a table, got " .. type(def), 2) end
+  check_fields("lash.agent", def, AGENT_FIELDS, 2)
+  check_instructions("lash.agent", def.instructions, 2)
+  if def.retries ~= nil and (def.retries < 0 or def.retries ~= math.floor(def.retries)) then
+    error("lash.agent: field 'retries' must be an integer >= 0, got " .. tostring(def.retries), 2)
+  end
+  if def.limits then check_limits("lash.agent", def.limits, 2) end
+  local self = setmetatable({}, Agent)
+  for k, v in pairs(def) do self[k] = v end
+  self.name = def.name or "agent"
+  self.retries = def.retries or 1
+  self.instructions = capability.instruction_list(def.instructions)
+  local sets = {}
+  if def.tools and #def.tools > 0 then
+    local ok, ts = pcall(toolset.new, { name = "the agent's tools", tools = def.tools })
+    if not ok then error("lash.agent: " .. tostring(ts):gsub("^lash%.toolset '[^']*': ", ""), 2) end
+    sets[1] = ts
+  end
+  for i, ts in ipairs(def.toolsets or {}) do
+    if not toolset.is_toolset(ts) then
+      error("lash.agent: toolsets[" .. i .. "] is not a toolset (make one with lash.toolset{...})", 2)
+    end
+    sets[#sets + 1] = ts
+  end
+  self.own_toolsets = sets
+  local caps = {}
+  for i, c in ipairs(def.capabilities or {}) do
+    if capability.is_capability(c) or toolset.is_toolset(c) then
+      caps[i] = c
+    elseif type(c) == "table" then
+      local ok, cap = pcall(capability.new, c)
+      if not ok then error("lash.agent: capabilities[" .. i .. "]: " .. tostring(cap), 2) end
+      caps[i] = cap
+    else
+      error("lash.agent: capabilities[" .. i .. "] must be a capability, got " .. type(c), 2)
+    end
+  end
+  self.capabilities = caps
+  return self
+end
+
+--- Is `v` an agent?
+function M.is_agent(v)
+  return getmetatable(v) == Agent
+end
+
+---------------------------------------------------------------------------
+-- Runs
+
+local run_counter = 0
+
+local function emit(run, ev)
+  local cb = run.on_event
+  if cb then
+    ev.run_id = run.id
+    cb(ev)
+  end
+end
+
+local function merged(a, b)
+  local out = {}
+  for k, v in pairs(a or {}) do out[k] = v end
+  for k, v in pairs(b or {}) do out[k] = v end
+  return out
+end
+
+local function add_usage(total, u)
+  total.input_tokens = total.input_tokens + (u.input_tokens or 0)
+  total.output_tokens = total.output_tokens + (u.output_tokens or 0)
+  total.cache_read_tokens = total.cache_read_tokens + (u.cache_read_tokens or 0)
+  total.cache_write_tokens = total.cache_write_tokens + (u.cache_write_tokens or 0)
+end
+
+local function copy_usage(u)
+  return { requests = u.requests, input_tokens = u.input_tokens, output_tokens = u.output_tokens,
+           cache_read_tokens = u.cache_read_tokens, cache_write_tokens = u.cache_write_tokens,
+           tool_calls = u.tool_calls }
+end
+
+local function limit_error(name, max, value, what)
+  return new_error("limit", string.format("%s limit of %d %s: %s", name, max,
+                                          name == "max_steps" and "reached" or "exceeded", what),
+                   { limit = name, max = max, value = value })
+end
+
+-- A proxy for templates: tools.x -> the exposed name of tool x (by any of
+-- the names it had on its way through composition).
+local function names_proxy(tools)
+  local map = {}
+  for _, t in ipairs(tools) do
+    for _, a in ipairs(t.aliases or {}) do
+      if map[a] == nil then map[a] = t.name end
+    end
+  end
+  for _, t in ipairs(tools) do map[t.name] = t.name end
+  return map
+end
+
+--- A printable name for a model spec (before it is resolved).
+function M.model_label(spec)
+  local t = type(spec)
+  if t == "string" then return spec end
+  if t == "function" then return "function" end
+  if t == "table" then
+    if type(spec[1]) == "string" then return spec[1] end
+    if type(spec.name) == "string" then return spec.name end
+  end
+  return tostring(spec)
+end
+
+local function new_run(agent, prompt, opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then error("agent:run: options must be a table, got " .. type(opts), 3) end
+  check_fields("agent:run", opts, RUN_OPTS, 3)
+  if prompt ~= nil and type(prompt) ~= "string" then
+    error("agent:run: the prompt must be a string (or nil to resume), got " .. type(prompt), 3)
+  end
+  local limits = merged(DEFAULT_LIMITS, agent.limits)
+  if opts.limits then
+    check_limits("agent:run", opts.limits, 3)
+    limits = merged(limits, opts.limits)
+  end
+  run_counter = run_counter + 1
+  local id = string.format("run_%d", run_counter)
+  local messages = {}
+  if opts.history then
+    for i, m in ipairs(opts.history) do messages[i] = json.copy(m) end
+  end
+  local model_spec = opts.model or agent.model
+  local usage = { requests = 0, input_tokens = 0, output_tokens = 0, cache_read_tokens = 0,
+                  cache_write_tokens = 0, tool_calls = 0 }
+  local info = { id = id, agent = agent.name, prompt = prompt, step = 0,
+                 model = M.model_label(model_spec),
+                 date = os.date("%Y-%m-%d") }
+  local ctx = { deps = opts.deps ~= nil and opts.deps or agent.deps, run = info,
+                values = merged(agent.values, opts.values), messages = messages, usage = usage,
+                agent = agent }
+  local stream = opts.stream
+  if stream == nil then stream = agent.stream end
+  if stream == nil then stream = opts.on_event ~= nil end
+  return {
+    agent = agent, id = id, prompt = prompt, opts = opts, ctx = ctx, info = info,
+    messages = messages, usage = usage, limits = limits, model_spec = model_spec,
+    on_event = opts.on_event, approve = opts.approve or agent.approve,
+    approvals = opts.approvals or {}, stream = stream, retries = {}, opened = {},
+    settings = merged(agent.model_settings, opts.model_settings),
+  }
+end
+
+-- Instances of every toolset and capability for this run, in order.
+local function instantiate(run)
+  local agent, ctx = run.agent, run.ctx
+  local sets, caps = {}, {}
+  for _, ts in ipairs(agent.own_toolsets) do
+    sets[#sets + 1] = { ts = ts:for_run(ctx) }
+  end
+  for _, c in ipairs(agent.capabilities) do
+    if capability.is_capability(c) then
+      local inst = c:for_run(ctx)
+      local entry = { cap = inst, sets = {} }
+      caps[#caps + 1] = entry
+      for _, ts in ipairs(inst:get_toolsets()) do
+        local s = { ts = ts:for_run(ctx), cap = entry }
+        sets[#sets + 1] = s
+        entry.sets[#entry.sets + 1] = s
+      end
+    else
+      sets[#sets + 1] = { ts = c:for_run(ctx) }
+    end
+  end
+  run.sets, run.caps = sets, caps
+end
+
+local function open_all(run)
+  for _, s in ipairs(run.sets) do
+    if s.ts.open then s.ts:open(run.ctx) end
+    run.opened[#run.opened + 1] = s.ts
+  end
+end
+
+-- Close every opened toolset in reverse order; returns the first error.
+local function close_all(run, err)
+  local first
+  for i = #run.opened, 1, -1 do
+    local ts = run.opened[i]
+    run.opened[i] = nil
+    if ts.close then
+      local ok, e = pcall(ts.close, ts, run.ctx, err)
+      if not ok and first == nil then first = e end
+    end
+  end
+  return first
+end
+
+local CLASH_HINT = "Rename the tool or wrap it with lash.prefix_tools."
+
+-- Collect tools; rebuild the tables only when some toolset's list changed.
+local function collect_tools(run)
+  local lists, same = {}, run.tool_lists ~= nil
+  for i, s in ipairs(run.sets) do
+    local list = s.ts:get_tools(run.ctx)
+    lists[i] = list
+    if same and run.tool_lists[i] ~= list then same = false end
+  end
+  if same and #lists == #run.tool_lists then return end
+  local by_name, owner, all, defs = {}, {}, {}, {}
+  for i, s in ipairs(run.sets) do
+    s.tools = lists[i]
+    for _, t in ipairs(lists[i]) do
+      if by_name[t.name] then
+        error(new_error("config", string.format("%s defines a tool whose name conflicts with existing tool from %s: '%s'. %s",
+          s.ts.name, owner[t.name], t.name, CLASH_HINT), { tool = t.name }), 0)
+      end
+      by_name[t.name], owner[t.name] = t, s.ts.name
+      all[#all + 1] = t
+      defs[#defs + 1] = t:definition()
+    end
+  end
+  for _, c in ipairs(run.caps) do
+    local ctools = {}
+    for _, s in ipairs(c.sets) do
+      for _, t in ipairs(s.tools) do ctools[#ctools + 1] = t end
+    end
+    c.names = names_proxy(ctools)
+  end
+  run.tool_lists, run.by_name, run.tools, run.defs = lists, by_name, all, defs
+  run.names = names_proxy(all)
+  local names = {}
+  for i, t in ipairs(all) do names[i] = "'" .. t.name .. "'" end
+  run.available = table.concat(names, ", ")
+end
+
+local function render_list(run, list, names, label, out)
+  local vars
+  for i, piece in ipairs(list) do
+    local text
+    if type(piece) == "function" then
+      text = piece(run.ctx)
+      if text ~= nil and type(text) ~= "string" then
+        error(new_error("config", label .. ": instructions[" .. i .. "] returned a " .. type(text)
+          .. " (a function must return a string or nil)"), 0)
+      end
+    elseif piece:find("{{", 1, true) then
+      vars = vars or capability.template_vars(run.ctx, names)
+      text = template.render(piece, vars, #list > 1 and (label .. "[" .. i .. "]") or label)
+    else
+      text = piece
+    end
+    if text and text ~= "" then out[#out + 1] = text end
+  end
+end
+
+local function render_instructions(run)
+  local out = {}
+  render_list(run, run.agent.instructions, run.names, "instructions", out)
+  for _, c in ipairs(run.caps) do
+    render_list(run, c.cap:get_instructions(), c.names, c.cap.name .. " instructions", out)
+  end
+  if #out == 0 then return nil end
+  return table.concat(out, "\n\n")
+end
+
+local function unknown_tool_message(run, name)
+  if #run.tools == 0 then return "Unknown tool name: '" .. tostring(name) .. "'. No tools available." end
+  return "Unknown tool name: '" .. tostring(name) .. "'. Available tools: " .. run.available
+end
+
+-- Normalise an approval decision: returns allow(boolean), args|nil, message|nil.
+local function decide(d, call)
+  if d == true then return true end
+  if d == false or d == nil then return false end
+  if type(d) == "string" then return false, nil, d end
+  if type(d) == "table" then
+    if d.allow == nil then
+      error(new_error("approval", "approval for call '" .. call.id .. "' must say allow = true or false"), 0)
+    end
+    return d.allow and true or false, d.args, d.message
+  end
+  error(new_error("approval", "approval for call '" .. call.id .. "' must be a boolean, a deny message or "
+    .. "{allow=, args=, message=}, got " .. type(d)), 0)
+end
+
+local DENIED = "The tool call was denied."
+
+local function call_ctx(run, item)
+  return setmetatable({ tool_name = item.part.name, tool_call_id = item.part.id,
+                        retry = run.retries[item.part.name] or 0 }, { __index = run.ctx })
+end
+
+-- Run one prepared call; returns {status=, content=}.
+local function exec_item(run, item)
+  if item.status then return item end
+  local t, args, part = item.tool, item.args, item.part
+  if item.needs_approval then
+    local decision = run.approvals[part.id]
+    if decision == nil then
+      decision = run.approve(run.ctx, { id = part.id, name = part.name, args = args })
+    end
+    local allow, new_args, message = decide(decision, part)
+    if not allow then
+      return { status = "denied", content = message or DENIED }
+    end
+    if new_args ~= nil then
+      local a, err = tool.prepare_args(t, new_args)
+      if not a then
+        error(new_error("approval", "the edited arguments approved for call '" .. part.id .. "' ("
+          .. part.name .. ") are invalid: " .. err), 0)
+      end
+      args = a
+    end
+  end
+  run.usage.tool_calls = run.usage.tool_calls + 1
+  local status, content = tool.call(t, call_ctx(run, item), args)
+  if status == "retry" then
+    return { status = "retry", content = content .. tool.RETRY_SUFFIX, message = content }
+  end
+  return { status = "ok", content = content }
+end
+
+local function finish_item(run, item, res, started)
+  local L = lash()
+  emit(run, { type = "tool_result", step = run.info.step, id = item.part.id, name = item.part.name,
+              status = res.status, content = res.content, elapsed = L.now() - started })
+  return res
+end
+
+local function exec_and_report(run, item)
+  local started = lash().now()
+  return finish_item(run, item, exec_item(run, item), started)
+end
+
+-- Run the items concurrently; cancel the rest when one fails.
+local function exec_concurrently(run, items)
+  local L = lash()
+  local n = #items
+  local results, tasks = {}, {}
+  local remaining, failure = n, nil
+  local all = L.future()
+  for i, item in ipairs(items) do
+    tasks[i] = L.spawn(function()
+      local ok, r = pcall(exec_and_report, run, item)
+      if ok then
+        results[i] = r
+      elseif failure == nil then
+        failure = r
+        all:set()
+      end
+      remaining = remaining - 1
+      if remaining == 0 then all:set() end
+    end)
+  end
+  local ok, err = pcall(all.wait, all)
+  if not ok or failure then
+    for _, t in ipairs(tasks) do t:cancel() end
+    for _, t in ipairs(tasks) do t:wait() end
+    if not ok then error(err, 0) end
+    error(failure, 0)
+  end
+  return results
+end
+
+-- Decode, validate and classify the calls of one model turn.
+local function prepare_calls(run, calls)
+  local items, pending = {}, {}
+  local step = run.info.step
+  for i, p in ipairs(calls) do
+    emit(run, { type = "tool_call", step = step, id = p.id, name = p.name, args = p.args_json or p.args })
+    local item = { part = p }
+    local t = run.by_name[p.name]
+    if not t then
+      item.status, item.message = "retry", unknown_tool_message(run, p.name)
+    else
+      local args, err = tool.prepare_args(t, p.args_json or p.args)
+      if not args then
+        item.status, item.message = "retry", err
+      else
+        item.tool, item.args = t, args
+        item.needs_approval = t:needs_approval(call_ctx(run, item), args)
+        if item.needs_approval and run.approvals[p.id] == nil then
+          emit(run, { type = "approval_request", step = step, id = p.id, name = p.name, args = args })
+          if not run.approve then pending[#pending + 1] = { id = p.id, name = p.name, args = args } end
+        end
+      end
+    end
+    if item.status == "retry" then item.content = item.message .. tool.RETRY_SUFFIX end
+    items[i] = item
+  end
+  return items, pending
+end
+
+local function check_tool_call_limit(run, items)
+  local max = run.limits.max_tool_calls
+  if not max then return end
+  local n = 0
+  for _, it in ipairs(items) do if not it.status then n = n + 1 end end
+  if run.usage.tool_calls + n > max then
+    error(limit_error("max_tool_calls", max, run.usage.tool_calls + n,
+      string.format("the model asked for %d more tool call%s after %d", n, n == 1 and "" or "s",
+                    run.usage.tool_calls)), 0)
+  end
+end
+
+-- Update the consecutive retry counts; raise when a tool is past its budget.
+local function account_retries(run, items, results)
+  local failed, order = {}, {}
+  for i, it in ipairs(items) do
+    local r = results[i]
+    if r.status == "retry" and not failed[it.part.name] then
+      failed[it.part.name] = { id = it.part.id, message = r.message }
+      order[#order + 1] = it.part.name
+    end
+  end
+  local new = {}
+  for _, name in ipairs(order) do
+    local f = failed[name]
+    local t = run.by_name[name]
+    local max = (t and t.retries) or run.agent.retries
+    local cur = run.retries[name] or 0
+    if cur >= max then
+      error(new_error("retries", string.format("Tool '%s' exceeded max retries count of %d", name, max),
+                      { tool = name, max = max, last_message = f.message }), 0)
+    end
+    new[name] = cur + 1
+    emit(run, { type = "retry", kind = "tool", step = run.info.step, id = f.id, name = name,
+                attempt = cur + 1, message = f.message })
+  end
+  run.retries = new
+end
+
+-- Run the calls of the last assistant turn; returns pending calls when
+-- approval is needed and nobody can give it now.
+local function run_calls(run, calls)
+  local items, pending = prepare_calls(run, calls)
+  if #pending > 0 then return pending end
+  check_tool_call_limit(run, items)
+  local results
+  local torun = 0
+  for _, it in ipairs(items) do if not it.status then torun = torun + 1 end end
+  if torun <= 1 then
+    results = {}
+    for i, it in ipairs(items) do results[i] = exec_and_report(run, it) end
+  else
+    results = exec_concurrently(run, items)
+  end
+  for i, it in ipairs(items) do
+    if results[i].status == "retry" and not results[i].message then results[i].message = it.message end
+  end
+  local parts = {}
+  for i, it in ipairs(items) do
+    parts[i] = { type = "tool_result", id = it.part.id, name = it.part.name,
+                 content = results[i].content, status = results[i].status }
+  end
+  run.messages[#run.messages + 1] = { role = "user", parts = parts }
+  account_retries(run, items, results)
+  return nil
+end
+
+local function tool_calls_of(msg)
+  local calls = {}
+  for _, p in ipairs(msg.parts or {}) do
+    if p.type == "tool_call" then calls[#calls + 1] = p end
+  end
+  return calls
+end
+
+local function check_tokens(run)
+  local u, l = run.usage, run.limits
+  local function over(name, value, what)
+    local max = l[name]
+    if max and value > max then
+      error(limit_error(name, max, value, string.format("%d %s used", value, what)), 0)
+    end
+  end
+  over("max_input_tokens", u.input_tokens, "input tokens")
+  over("max_output_tokens", u.output_tokens, "output tokens")
+  over("max_total_tokens", u.input_tokens + u.output_tokens, "tokens")
+end
+
+local FINISH_STOP = { length = "max_tokens", content_filter = "content_filter", refusal = "refusal" }
+
+local function request_model(run, model, instructions)
+  local step = run.info.step
+  local on_text
+  if run.stream and run.on_event then
+    on_text = function(delta) emit(run, { type = "text_delta", step = step, text = delta }) end
+  end
+  local req = {
+    instructions = instructions, messages = run.messages, tools = run.defs, settings = run.settings,
+    on_text = on_text, info = { run_id = run.id, step = step, agent = run.agent.name },
+    on_retry = function(r)
+      emit(run, { type = "retry", kind = "model", step = step, attempt = r.attempt, delay = r.delay,
+                  status = r.status, reason = r.reason, message = r.message })
+    end,
+  }
+  local ok, resp = pcall(model.request, model, req)
+  if not ok then
+    if type(resp) == "table" then error(resp, 0) end
+    error(new_error("model", "model " .. tostring(model.name) .. " failed: " .. tostring(resp)), 0)
+  end
+  if type(resp) ~= "table" or type(resp.parts) ~= "table" then
+    error(new_error("model", "model " .. tostring(model.name) .. " returned no response parts"), 0)
+  end
+  return resp
+end
+
+local function output_of(resp)
+  local texts = {}
+  for _, p in ipairs(resp.parts) do
+    if p.type == "text" then texts[#texts + 1] = p.text end
+  end
+  return table.concat(texts)
+end
+
+-- The run body: everything between opening and closing the toolsets.
+local function body(run)
+  local agent = run.agent
+  local model = models.resolve(run.model_spec, agent.model_options)
+  run.model = model
+  run.info.model = model.name
+  instantiate(run)
+  open_all(run)
+  collect_tools(run)
+  local msgs = run.messages
+  if run.prompt ~= nil then
+    local last = msgs[#msgs]
+    if last and last.role == "assistant" and #tool_calls_of(last) > 0 then
+      error(new_error("config", "the history ends with tool calls that have no results; resume it with "
+        .. "agent:run(nil, {history = ..., approvals = {...}}) before sending a new prompt"), 0)
+    end
+    msgs[#msgs + 1] = { role = "user", parts = { { type = "text", text = run.prompt } } }
+  else
+    local last = msgs[#msgs]
+    if not (last and last.role == "assistant" and #tool_calls_of(last) > 0) then
+      error(new_error("config", "nothing to run: pass a prompt, or a history that ends with tool calls "
+        .. "awaiting approval (with approvals = {[id] = true|false|...})"), 0)
+    end
+    local pending = run_calls(run, tool_calls_of(last))
+    if pending then return { stop_reason = "approval_required", pending = pending, output = nil } end
+  end
+  while true do
+    local max_steps = run.limits.max_steps
+    if max_steps and run.usage.requests >= max_steps then
+      error(limit_error("max_steps", max_steps, run.usage.requests,
+        string.format("%d model requests made without a final answer", run.usage.requests)), 0)
+    end
+    run.info.step = run.info.step + 1
+    local step = run.info.step
+    collect_tools(run)
+    local instructions = render_instructions(run)
+    emit(run, { type = "model_request", step = step, model = model.name, messages = #msgs, tools = #run.defs })
+    local resp = request_model(run, model, instructions)
+    local u = resp.usage or models.usage()
+    run.usage.requests = run.usage.requests + 1
+    add_usage(run.usage, u)
+    emit(run, { type = "usage", step = step, usage = { input_tokens = u.input_tokens or 0,
+                output_tokens = u.output_tokens or 0, cache_read_tokens = u.cache_read_tokens or 0,
+                cache_write_tokens = u.cache_write_tokens or 0 }, total = copy_usage(run.usage) })
+    msgs[#msgs + 1] = { role = "assistant", parts = resp.parts, finish = resp.finish, model = model.name,
+                        usage = u }
+    check_tokens(run)
+    local calls = tool_calls_of(msgs[#msgs])
+    if #calls == 0 then
+      return { output = output_of(resp), stop_reason = FINISH_STOP[resp.finish] or "complete" }
+    end
+    if resp.finish == "length" then
+      for _, c in ipairs(calls) do
+        if c.args_json then
+          error(new_error("model", "the model hit its output token limit in the middle of a call to '"
+            .. c.name .. "'; raise model_settings.max_tokens"), 0)
+        end
+      end
+    end
+    local pending = run_calls(run, calls)
+    if pending then return { stop_reason = "approval_required", pending = pending } end
+  end
+end
+
+local function on_error(e)
+  if type(e) == "table" then return e end
+  return { message = tostring(e), traceback = debug.traceback(tostring(e), 2) }
+end
+
+local function as_typed(e)
+  local L = lash()
+  if L.is_error(e) then return e end
+  if type(e) == "table" and e.message then
+    return L.error("error", e.message, { traceback = e.traceback })
+  end
+  return L.error("error", tostring(e))
+end
+
+local function execute(run)
+  local L = lash()
+  emit(run, { type = "run_start", agent = run.agent.name, model = run.info.model, prompt = run.prompt })
+  local ok, res = xpcall(body, on_error, run)
+  if not ok then res = as_typed(res) end
+  local cerr = close_all(run, (not ok) and res or nil)
+  if ok and cerr then ok, res = false, as_typed(cerr) end
+  if not ok then
+    if rawget(res, "messages") == nil then res.messages = run.messages end
+    if rawget(res, "usage") == nil then res.usage = run.usage end
+    emit(run, { type = "run_end", stop_reason = L.is_error(res, "cancelled") and "cancelled" or "error",
+                usage = copy_usage(run.usage),
+                error = { kind = res.kind, message = res.message } })
+    error(res, 0)
+  end
+  res.messages = run.messages
+  res.usage = run.usage
+  res.run_id = run.id
+  emit(run, { type = "run_end", stop_reason = res.stop_reason, output = res.output,
+              usage = copy_usage(run.usage), pending = res.pending })
+  return res
+end
+
+--- Start a run as a task.
+-- @tparam[opt] string prompt nil to resume a history that ends with calls
+--   awaiting approval
+-- @tparam[opt] table opts `history`, `deps`, `on_event(ev)`,
+--   `approve(ctx, call) -> decision`, `approvals` ({[call id] = decision}),
+--   `model` (override), `limits`, `values`, `model_settings`, `stream`.
+--   A decision is true (allow), false (deny), a string (deny with that
+--   message to the model), or `{allow=, args=, message=}` (args: allow
+--   with edited arguments). `approve` may wait (e.g. on a lash.future a
+--   host resolves later).
+-- @treturn task whose join() returns the result
+function Agent:start(prompt, opts)
+  local run = new_run(self, prompt, opts)
+  return lash().spawn(execute, run)
+end
+
+--- Run and wait for the result.
+-- @treturn table `{output=, messages=, usage=, stop_reason=, pending=, run_id=}`
+-- @raise a typed error when the run fails (see the module doc)
+function Agent:run(prompt, opts)
+  local run = new_run(self, prompt, opts)
+  return lash().spawn(execute, run):join()
+end
+
+return M

@@ -1,0 +1,60 @@
+--- lash: an embeddable, Lua-scriptable agent harness.
+-- `local lash = require "lash"` gives the whole public API. The C core
+-- (event loop, tasks, HTTP, output shaping, sandboxes) comes from
+-- `lash.core`; the agent machinery is Lua, loaded on first use.
+-- @module lash
+
+local core = require "lash.core"
+
+local lash = {
+  version = core.version,
+  core = core,
+}
+
+-- The runtime's functions, flat: lash.spawn, lash.sleep, lash.now, ...
+for name, fn in pairs(core.task) do
+  lash[name] = fn
+end
+
+-- C submodules as tables: lash.output, lash.http, lash.sandbox, ...
+for name, mod in pairs(core) do
+  if type(mod) == "table" and name ~= "task" then
+    lash[name] = mod
+  end
+end
+
+-- Names served by Lua modules, loaded on first use so that `require
+-- "lash"` stays cheap: name = { module, field } (field nil: the module).
+local lazy = {
+  agent = { "lash.agent", "new" },
+  tool = { "lash.tool", "new" },
+  retry = { "lash.tool", "retry" },
+  toolset = { "lash.toolset", "new" },
+  capability = { "lash.capability", "new" },
+  prefix_tools = { "lash.capability", "prefix_tools" },
+  filter_tools = { "lash.capability", "filter_tools" },
+  rename_tool = { "lash.capability", "rename_tool" },
+  wrap_tools = { "lash.capability", "wrap_tools" },
+  render = { "lash.template", "render" },
+  render_fields = { "lash.capability", "render_fields" },
+  script_model = { "lash.models.func", "script" },
+  models = { "lash.models" },
+  json = { "lash.json" },
+  schema = { "lash.schema" },
+}
+
+return setmetatable(lash, {
+  __index = function(t, name)
+    local where = lazy[name]
+    if not where then
+      return nil
+    end
+    local mod = require(where[1])
+    local value = mod
+    if where[2] then
+      value = mod[where[2]]
+    end
+    rawset(t, name, value)
+    return value
+  end,
+})

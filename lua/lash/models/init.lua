@@ -1,0 +1,275 @@
+--- Model resolution and the HTTP plumbing the provider adapters share:
+-- `provider:model` strings, API keys, retries with backoff and jitter, and
+-- provider error bodies turned into typed errors.
+--
+-- A model is any table with `name` and `request(self, req) -> response`:
+--
+--   req = { instructions = string|nil, messages = history (see lash.agent),
+--           tools = { {name=, description=, parameters=}... },
+--           settings = { max_tokens=, temperature=, ... },
+--           on_text = function(delta) | nil   -- stream text when given
+--           on_retry = function(info) | nil   -- {attempt=, delay=, status=, reason=}
+--           info = { run_id=, step=, agent= } }
+--   response = { parts = { {type="text", text=},
+--                          {type="tool_call", id=, name=, args=table|nil,
+--                           args_json=string|nil (only when args did not decode)} },
+--                finish = "stop"|"tool_calls"|"length"|"content_filter"|"refusal"|...,
+--                provider_finish = the provider's own stop reason,
+--                usage = { input_tokens=, output_tokens=, cache_read_tokens=,
+--                          cache_write_tokens= },
+--                model = the provider's model id, id = the response id }
+--
+-- Retries: 408, 409, 429, 5xx (529 included) and dropped connections
+-- (transport errors of kind connect, timeout or http, and streams that end
+-- before their last event) are retried up to `max_retries` times (default
+-- 2), waiting `retry-after-ms` / `retry-after` when the server says (capped
+-- at `max_retry_delay`, default 60 s), else an exponential backoff from
+-- `retry_delay` (default 0.5 s, doubling, at most 8 s) with jitter. Other
+-- 4xx fail at once.
+-- @module lash.models
+local json = require "lash.json"
+
+local M = {}
+
+local function lash()
+  return require "lash"
+end
+
+local function model_error(kind, message, fields)
+  return lash().error(kind, message, fields)
+end
+
+M.PROVIDERS = { anthropic = "lash.models.anthropic", openai = "lash.models.openai",
+                test = "lash.models.test" }
+
+--- Is `v` a model object?
+function M.is_model(v)
+  return type(v) == "table" and type(v.request) == "function"
+end
+
+--- Turn a model spec into a model object.
+-- @param spec `"provider:model"`, `"test"`, a Lua function (the `function`
+--   provider), a model object, or `{ "provider:model", option = ... }`
+-- @tparam[opt] table opts options passed to the provider (api_key,
+--   base_url, max_tokens, max_retries, timeout, ...)
+-- @raise a `config` error for an unknown provider or a missing API key
+function M.resolve(spec, opts)
+  opts = opts or {}
+  if M.is_model(spec) then return spec end
+  if type(spec) == "function" then
+    return require("lash.models.func").new(spec, opts)
+  end
+  if type(spec) == "table" and type(spec[1]) == "string" then
+    local o = {}
+    for k, v in pairs(opts) do o[k] = v end
+    for k, v in pairs(spec) do if k ~= 1 then o[k] = v end end
+    return M.resolve(spec[1], o)
+  end
+  if type(spec) ~= "string" or spec == "" then
+    error(model_error("config", "no model: set model = \"provider:model\" (e.g. \"anthropic:claude-sonnet-4-6\","
+      .. " \"openai:gpt-4.1\", \"test\") or a function(messages, info)"), 0)
+  end
+  local provider, name = spec:match("^([%w_%-]+):(.*)$")
+  if not provider then provider, name = spec, "" end
+  if provider == "function" then
+    error(model_error("config", "the 'function' provider takes a Lua function: model = function(messages, info) ... end"), 0)
+  end
+  local modname = M.PROVIDERS[provider]
+  if not modname then
+    local known = {}
+    for k in pairs(M.PROVIDERS) do known[#known + 1] = k end
+    table.sort(known)
+    error(model_error("config", "unknown model provider '" .. provider .. "' in '" .. spec
+      .. "' (known: " .. table.concat(known, ", ") .. ", or a Lua function)"), 0)
+  end
+  return require(modname).new(name, opts)
+end
+
+--- Read an API key from opts or the environment; raise a clear `config`
+-- error when missing.
+function M.api_key(opts, env_name, provider, model_name)
+  local key = opts.api_key or os.getenv(env_name)
+  if key == nil or key == "" then
+    error(model_error("config", env_name .. " is not set: export it (or pass api_key = ... in the model options) to use "
+      .. provider .. ":" .. model_name), 0)
+  end
+  return key
+end
+
+--- Join a base URL and a path without doubling or dropping the slash.
+function M.join_url(base, path)
+  return (base:gsub("/+$", "")) .. path
+end
+
+local RETRY_STATUS = { [408] = true, [409] = true, [429] = true }
+
+--- Is an HTTP status worth retrying?
+function M.retryable_status(status)
+  return RETRY_STATUS[status] or (status >= 500 and status <= 599)
+end
+
+local MONTHS = { Jan = 1, Feb = 2, Mar = 3, Apr = 4, May = 5, Jun = 6, Jul = 7, Aug = 8,
+                 Sep = 9, Oct = 10, Nov = 11, Dec = 12 }
+
+--- Seconds to wait according to `retry-after-ms` / `retry-after`, or nil.
+function M.retry_after(headers)
+  if not headers then return nil end
+  local ms = tonumber(headers["retry-after-ms"])
+  if ms and ms >= 0 then return ms / 1000 end
+  local ra = headers["retry-after"]
+  if not ra then return nil end
+  local s = tonumber(ra)
+  if s and s >= 0 then return s end
+  -- HTTP-date: "Wed, 21 Oct 2015 07:28:00 GMT"
+  local d, mon, y, h, mi, sec = ra:match("%a+, (%d+) (%a+) (%d+) (%d+):(%d+):(%d+) GMT")
+  if d and MONTHS[mon] then
+    local t = os.time { year = tonumber(y), month = MONTHS[mon], day = tonumber(d),
+                        hour = tonumber(h), min = tonumber(mi), sec = tonumber(sec), isdst = false }
+    local now_utc = os.time(os.date("!*t"))
+    return math.max(0, t - now_utc)
+  end
+  return nil
+end
+
+--- The backoff for attempt n (1-based) with jitter.
+function M.backoff(n, base)
+  base = base or 0.5
+  local d = math.min(8, base * 2 ^ (n - 1))
+  return d * (0.75 + 0.25 * math.random())
+end
+
+-- Provider error bodies: {"error": {"type": ..., "message": ...}} (both
+-- providers), Anthropic adds a top-level "type": "error".
+local function describe_body(body)
+  if type(body) ~= "string" or body == "" then return nil end
+  local v = json.try_decode(body)
+  if type(v) == "table" and type(v.error) == "table" then
+    local e = v.error
+    local t = e.type or e.code
+    local msg = e.message
+    if type(msg) == "string" then
+      return (type(t) == "string" and (t .. ": ") or "") .. msg, t
+    end
+  elseif type(v) == "table" and type(v.error) == "string" then
+    return v.error
+  end
+  local snippet = body:sub(1, 300):gsub("%s+", " ")
+  return snippet
+end
+M.describe_body = describe_body
+
+--- A typed error for a failed HTTP exchange with a provider.
+function M.status_error(provider, status, body, url)
+  local desc, etype = describe_body(body)
+  local kind = (status == 401 or status == 403) and "auth" or "provider"
+  local msg = string.format("%s: HTTP %d%s (POST %s)", provider, status, desc and (" " .. desc) or "", url)
+  if kind == "auth" then
+    msg = msg .. "; check the API key"
+  end
+  return model_error(kind, msg, { status = status, provider = provider, error_type = etype,
+                                  body = body, retryable = M.retryable_status(status) })
+end
+
+local TRANSPORT_RETRY = { connect = true, timeout = true, http = true, stream = true }
+
+--- POST a JSON body to a provider with retries.
+-- @tparam table p `provider`, `url`, `headers`, `body` (string), `timeout`,
+--   `stream` (boolean), `on_event(ev)` (each SSE event, when streaming),
+--   `stream_done()` (-> true when the terminal event arrived),
+--   `reset()` (called before each attempt), `max_retries`, `retry_delay`,
+--   `max_retry_delay`, `on_retry(info)`
+-- @treturn[1] string body (not streaming)
+-- @treturn[2] nil (streaming; events went to on_event)
+-- @raise `provider`/`auth` errors for HTTP failures, transport errors as
+--   the HTTP layer raised them
+function M.post(p)
+  local L = lash()
+  local http = L.http
+  if not http or not http.request then
+    error(model_error("unavailable", p.provider .. ": lash.http is not available in this build"), 0)
+  end
+  local max_retries = p.max_retries or 2
+  local attempt = 0
+  while true do
+    attempt = attempt + 1
+    if p.reset then p.reset() end
+    local ok, status, headers, body, stream_err
+    local raw = {}
+    local rawn = 0
+    if p.stream then
+      local parser = http.sse_parser()
+      local on_chunk = function(chunk, st)
+        if type(st) == "number" and (st < 200 or st > 299) then
+          if rawn < 65536 then raw[#raw + 1] = chunk; rawn = rawn + #chunk end
+          return
+        end
+        if rawn < 65536 then raw[#raw + 1] = chunk; rawn = rawn + #chunk end
+        if stream_err then return end
+        local okp, perr = pcall(function()
+          for _, ev in ipairs(parser:feed(chunk)) do p.on_event(ev) end
+        end)
+        if not okp then stream_err = perr end
+      end
+      ok, status, headers, body = pcall(http.request, { method = "POST", url = p.url, headers = p.headers,
+                                                         body = p.body, timeout = p.timeout, on_chunk = on_chunk })
+    else
+      ok, status, headers, body = pcall(http.request, { method = "POST", url = p.url, headers = p.headers,
+                                                         body = p.body, timeout = p.timeout })
+    end
+    local err
+    if not ok then
+      err = status
+      if L.is_error(err, "cancelled") then error(err, 0) end
+    elseif status < 200 or status > 299 then
+      local b = body or table.concat(raw)
+      err = M.status_error(p.provider, status, b, p.url)
+    elseif p.stream and stream_err then
+      if L.is_error(stream_err) then error(stream_err, 0) end
+      error(model_error("provider", p.provider .. ": bad event in the response stream: " .. tostring(stream_err),
+                        { url = p.url }), 0)
+    elseif p.stream and not p.stream_done() then
+      err = model_error("stream", p.provider .. ": the response stream ended before its last event (connection dropped?) ("
+        .. p.url .. ")", { url = p.url, retryable = true })
+    else
+      return body
+    end
+    local retry = false
+    if L.is_error(err) then
+      if err.status then
+        retry = M.retryable_status(err.status)
+      else
+        retry = TRANSPORT_RETRY[err.kind] or false
+      end
+    end
+    if not retry or attempt > max_retries then
+      if type(err) == "table" and attempt > 1 then err.attempts = attempt end
+      error(err, 0)
+    end
+    local after = M.retry_after(headers)
+    local delay
+    if after then
+      delay = math.min(after, p.max_retry_delay or 60)
+    else
+      delay = M.backoff(attempt, p.retry_delay)
+    end
+    if p.on_retry then
+      p.on_retry { attempt = attempt, delay = delay, status = err.status, reason = err.kind,
+                   message = err.message, retry_after = after }
+    end
+    if delay > 0 then L.sleep(delay) end
+  end
+end
+
+--- Empty usage counters.
+function M.usage()
+  return { input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0 }
+end
+
+--- A rough, deterministic token estimate for offline models (words).
+function M.estimate_tokens(s)
+  local n = 0
+  for _ in tostring(s):gmatch("%S+") do n = n + 1 end
+  return n
+end
+
+return M
