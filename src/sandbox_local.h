@@ -1,0 +1,303 @@
+/*
+** sandbox_local.h: internals of the local sandbox backend, shared by its
+** files and its unit test (not a public API):
+**   sandbox_state.c  ids, the state root, per-sandbox directories, locked
+**                    atomic metadata files, job records, tree removal;
+**   sandbox_view.c   the sandbox's filesystem view (which host directory
+**                    backs which path), path normalization and resolution,
+**                    and the file operations, run in a helper child that
+**                    holds the jail's credentials;
+**   sandbox_jail.c   the jail policy as a bubblewrap command line, masks
+**                    for host secrets, rlimits, and spawning a jailed child;
+**   sandbox_local.c  the backend slots (see sandbox.h) tying these together.
+** Nothing here touches Lua except sandbox_local.c.
+*/
+#ifndef lash_sandbox_local_h
+#define lash_sandbox_local_h
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define LSB_PATH_MAX 4096
+
+/* ---- ids ------------------------------------------------------------ */
+
+#define LSB_ID_PREFIX "lb-"
+#define LSB_ID_RANDOM 20                 /* base32 characters */
+#define LSB_ID_LEN (3 + LSB_ID_RANDOM)   /* without the NUL */
+
+/* A fresh id: "lb-" + 20 characters of RFC 4648 base32 (lowercase
+** a-z2-7), 100 bits from getrandom. Returns 0 or -errno. */
+int lsb_id_new(char out[LSB_ID_LEN + 1]);
+/* 1 when s has exactly that shape (so it is safe as a path component). */
+int lsb_id_valid(const char *s);
+
+/* ---- paths ---------------------------------------------------------- */
+
+/* Lexical normalization of an absolute path: "//" and "." dropped, ".."
+** pops (and stays at "/" at the top), no trailing slash ("/" alone for the
+** root). Returns 0, or -EINVAL (not absolute, or a NUL/empty input) or
+** -ENAMETOOLONG. */
+int lsb_path_normalize(const char *in, char *out, size_t outsz);
+/* Normalize rel against the absolute base (rel may itself be absolute). */
+int lsb_path_join(const char *base, const char *rel, char *out, size_t outsz);
+/* 1 if the normalized path equals prefix or lies below it (component-wise:
+** "/a/bc" is not under "/a/b"). */
+int lsb_path_under(const char *path, const char *prefix);
+
+/* ---- the state root ------------------------------------------------- */
+
+/* The state root: configured (if non-NULL and non-empty), else
+** $LASH_SANDBOX_ROOT, else (as root) /var/lib/lash/sandboxes, else
+** $XDG_STATE_HOME/lash/sandboxes, else $HOME/.local/state/lash/sandboxes.
+** Writes a normalized absolute path. Returns 0 or -errno. */
+int lsb_state_root(const char *configured, char *out, size_t outsz);
+/* lash's own state directory that contains the default state root (masked
+** from jails): the state root's parent when its last component is
+** "sandboxes", else the state root itself. */
+void lsb_state_dir(const char *root, char *out, size_t outsz);
+/* mkdir -p with mode for the directories it creates. Returns 0 or -errno. */
+int lsb_mkdirs(const char *path, mode_t mode);
+
+/* An open sandbox directory with its lock held. */
+typedef struct lsb_box {
+  int dirfd;       /* <root>/<id>, O_DIRECTORY */
+  int lockfd;      /* <root>/<id>/lock, flock()ed */
+} lsb_box;
+
+#define LSB_BOX_INIT {-1, -1}
+
+/* Open <root>/<id> and take its lock (exclusive or shared). Returns 0,
+** -ENOENT when the sandbox does not exist (or is being destroyed), or
+** another -errno. */
+int  lsb_box_open(const char *root, const char *id, int exclusive, lsb_box *b);
+/* Release the lock and close; idempotent. */
+void lsb_box_close(lsb_box *b);
+/* Create <root>/<id> (mode 0711) with an empty lock file, locked
+** exclusively. -EEXIST if the id is taken. */
+int  lsb_box_create(const char *root, const char *id, lsb_box *b);
+
+/* Write name in dirfd atomically: a temporary file, fsync, rename over
+** name, fsync of the directory. Returns 0 or -errno. */
+int lsb_write_atomic(int dirfd, const char *name, const void *data,
+                     size_t len, mode_t mode);
+/* Read all of name (at most max bytes: -EFBIG beyond). *data is malloc'd
+** and NUL-terminated. Returns 0 or -errno. */
+int lsb_read_all(int dirfd, const char *name, size_t max, char **data,
+                 size_t *len);
+/* rm -rf of name inside dirfd without following symlinks; directories the
+** owner cannot enter or write are chmod'ed first. Returns 0 or -errno
+** (ENOENT is success). */
+int lsb_rmtree_at(int dirfd, const char *name);
+
+/* Job records: <box>/jobs/<pid>-<starttime>, one per running command, so
+** that destroy (from any process) can kill commands still running. */
+int  lsb_job_add(int dirfd, pid_t pid, char *name, size_t namesz);
+void lsb_job_remove(int dirfd, const char *name);
+/* SIGKILL every recorded job whose process still has the recorded start
+** time. Returns the number killed. */
+int  lsb_jobs_kill(int dirfd);
+/* The start time of pid (field 22 of /proc/pid/stat), 0 when gone. */
+unsigned long long lsb_proc_starttime(pid_t pid);
+
+/* ---- the view ------------------------------------------------------- */
+
+enum { LSB_MNT_RW, LSB_MNT_RO, LSB_MNT_DENY };
+
+/* How the jail materializes a mount (the view only cares about kind). */
+enum {
+  LSB_HOW_ROOTFS,    /* the rootfs: its top-level entries bound read-only */
+  LSB_HOW_BIND,      /* a read-write bind of host */
+  LSB_HOW_PROC,      /* a fresh /proc */
+  LSB_HOW_DEV,       /* a private /dev */
+  LSB_HOW_NONE,      /* part of the rootfs, only hidden from file ops */
+  LSB_HOW_TMPFS,     /* a masked directory: an empty tmpfs */
+  LSB_HOW_DEVNULL    /* a masked file: /dev/null bound over it */
+};
+
+#define LSB_MAX_MOUNTS 64
+
+typedef struct lsb_mount {
+  char view[LSB_PATH_MAX];   /* where it appears in the sandbox */
+  char host[LSB_PATH_MAX];   /* what backs it ("" for DENY) */
+  int kind;                  /* LSB_MNT_* */
+  int how;                   /* LSB_HOW_* */
+  int fd;                    /* O_PATH of host, -1 until lsb_view_open */
+} lsb_mount;
+
+typedef struct lsb_view {
+  lsb_mount m[LSB_MAX_MOUNTS];
+  int n;
+} lsb_view;
+
+typedef struct lsb_layout {
+  const char *box;          /* <root>/<id> */
+  const char *rootfs;       /* "/" for the host's root */
+  const char *workdir;      /* normalized, absolute */
+  const char *state_root;   /* masked when visible */
+  int isolation_none;       /* view = the workspace only */
+} lsb_layout;
+
+/* Build the view of a sandbox: the workspace at workdir and the sandbox's
+** /tmp (read-write), the rootfs (read-only), /proc, /dev and /sys (denied
+** to file operations), and the masks over host secrets when rootfs is the
+** host's root. The same list drives the bwrap command line. Returns 0 or
+** -errno. */
+int lsb_view_build(lsb_view *v, const lsb_layout *lay);
+/* The mount a view path falls in (longest prefix), or NULL. */
+lsb_mount *lsb_view_lookup(lsb_view *v, const char *path);
+/* Open the O_PATH fds of every backed mount. Returns 0 or -errno. */
+int  lsb_view_open(lsb_view *v);
+void lsb_view_close(lsb_view *v);
+
+/* Result codes of file operations (positive; 0 is success). */
+enum {
+  LSB_OK = 0,
+  LSB_E_NOTFOUND = 1,
+  LSB_E_DENIED,        /* masked, /proc, /dev, /sys, or permission */
+  LSB_E_READONLY,      /* a write outside the writable mounts */
+  LSB_E_NOTDIR,
+  LSB_E_ISDIR,
+  LSB_E_TOOLARGE,      /* a = size seen, b = the limit */
+  LSB_E_NOTREG,        /* a FIFO, device or socket */
+  LSB_E_LOOP,          /* too many symlinks, or a path that changed */
+  LSB_E_IO,            /* err = errno */
+  LSB_E_EXISTS,        /* a non-directory where a directory is needed */
+  LSB_E_NAMETOOLONG
+};
+
+/* One resolved path. */
+typedef struct lsb_res {
+  lsb_mount *mount;
+  char rel[LSB_PATH_MAX];    /* relative to mount->fd ("." for its root) */
+  char view[LSB_PATH_MAX];   /* the resolved path as the sandbox sees it */
+  int synthetic;             /* a directory the jail creates on the way to
+                             ** a mount (e.g. /home/u for /home/u/proj);
+                             ** mount may then be NULL or a mask */
+  int missing;               /* components from `missing_at` on do not exist */
+  size_t missing_at;         /* offset in view of the first missing one */
+} lsb_res;
+
+/* Resolve a normalized absolute view path the way the kernel would inside
+** the jail: symlinks are followed through the view (an absolute target
+** restarts at the sandbox's "/", never the host's), at most 40 of them.
+** follow_last: follow a symlink in the final component. allow_missing:
+** trailing components may be missing (res->missing is set). Returns
+** LSB_OK or an LSB_E_* code (with *err set to an errno). Uses no heap:
+** safe in a forked child. */
+int lsb_resolve(lsb_view *v, const char *path, int follow_last,
+                int allow_missing, lsb_res *res, int *err);
+
+/* ---- file operations in a helper child ------------------------------ */
+
+enum { LSB_OP_STAT = 1, LSB_OP_READ, LSB_OP_WRITE, LSB_OP_LIST };
+
+/* The reply header the helper writes to its pipe, then op-specific bytes:
+**   STAT: a = size, b = mtime seconds; kind and mode set; no payload.
+**   READ: a = bytes that follow; payload: the bytes (at most max+1).
+**   WRITE: a = bytes written.
+**   LIST: payload: entries, each kind byte ('f','d','l','o') + name + NUL.
+** On failure status is an LSB_E_* code, err an errno, a/b per code. */
+typedef struct lsb_reply {
+  int32_t status;
+  int32_t err;
+  int64_t a, b;
+  int32_t kind;     /* 'f' file, 'd' dir, 'l' symlink, 'o' other */
+  int32_t mode;     /* permission bits */
+} lsb_reply;
+
+typedef struct lsb_fileop {
+  int op;
+  const char *path;          /* normalized absolute view path */
+  const void *data;          /* WRITE */
+  size_t len;                /* WRITE */
+  uint64_t max_bytes;        /* READ */
+  uid_t uid; gid_t gid;      /* credentials to take (when root) */
+  int drop;                  /* take them */
+} lsb_fileop;
+
+/* Run in the helper child after fork: perform op on the opened view and
+** write the reply to fd. Returns an exit status. No heap use. */
+int lsb_fileop_child(lsb_view *v, const lsb_fileop *op, int fd);
+
+/* ---- the jail ------------------------------------------------------- */
+
+typedef struct lsb_limits {
+  uint64_t address_space;    /* bytes, RLIMIT_AS */
+  uint64_t cpu_seconds;      /* RLIMIT_CPU */
+  uint64_t open_files;       /* RLIMIT_NOFILE */
+  uint64_t processes;        /* RLIMIT_NPROC (counted per host uid) */
+  uint64_t file_size;        /* bytes, RLIMIT_FSIZE */
+} lsb_limits;
+
+/* Defaults sized for everyday builds. */
+void lsb_limits_default(lsb_limits *l);
+
+/* A growing NULL-terminated argv/envp owned by its builder. */
+typedef struct lsb_argv {
+  char **v;
+  size_t n, cap;
+  int oom;
+} lsb_argv;
+
+void lsb_argv_init(lsb_argv *a);
+void lsb_argv_add(lsb_argv *a, const char *s);
+void lsb_argv_addf(lsb_argv *a, const char *fmt, ...);
+void lsb_argv_free(lsb_argv *a);
+
+typedef struct lsb_jail {
+  const char *bwrap;          /* path of the bwrap binary */
+  const lsb_view *view;
+  const char *cwd;            /* normalized view path */
+  int network;                /* 1: share the host's network */
+  int disable_userns;         /* bwrap knows --disable-userns */
+  const char *const *env;     /* "K=V" strings, NULL-terminated */
+} lsb_jail;
+
+/* The bwrap command line for one command (argv is appended after "--").
+** Returns 0, or -ENOMEM. */
+int lsb_jail_argv(const lsb_jail *j, const char *const *argv, lsb_argv *out);
+
+/* A spawned child and the parent's ends of its pipes. */
+typedef struct lsb_spawn {
+  pid_t pid;
+  int in_fd;       /* write end of stdin, -1 when stdin is /dev/null */
+  int out_fd;      /* read end of stdout */
+  int err_fd;      /* read end of stderr */
+} lsb_spawn;
+
+typedef struct lsb_spawn_opts {
+  const char *path;            /* executable (absolute, or searched in PATH
+                               ** of envp when it has no slash) */
+  char *const *argv;
+  char *const *envp;
+  const char *chdir;           /* host directory to start in, or NULL */
+  const lsb_limits *limits;    /* NULL: leave the limits as they are */
+  int drop;                    /* take uid/gid (we are root) */
+  uid_t uid; gid_t gid;
+  int new_session;             /* setsid(): its own process group */
+  int want_stdin;
+  int outputs;                 /* 0: none (stdout/stderr to /dev/null),
+                               ** 2: stdout and stderr pipes */
+} lsb_spawn_opts;
+
+/* fork + exec with every fd but the pipes closed, the parent-death signal
+** set, limits and credentials applied. The parent ends are non-blocking and
+** close-on-exec. On an exec failure in the child the child is reaped and
+** -errno returned (*stage names the step that failed). Returns 0 or
+** -errno. */
+int lsb_spawn_child(const lsb_spawn_opts *o, lsb_spawn *sp,
+                    const char **stage);
+
+/* Find an executable by name in PATH (or take it as given when it contains
+** a slash). Returns 0 or -ENOENT. */
+int lsb_find_exe(const char *name, const char *path, char *out, size_t outsz);
+
+/* 1 if every directory from / down to path can be searched by uid/gid
+** (mode bits; ACLs are not consulted). On 0, *where names the first one
+** that cannot. */
+int lsb_traversable(const char *path, uid_t uid, gid_t gid, char *where,
+                    size_t wheresz);
+
+#endif

@@ -1,0 +1,450 @@
+/*
+** sandbox_state.c: the local backend's on-disk state. Each sandbox is a
+** directory <state root>/<id> holding a lock file (flock: shared for
+** readers, exclusive for writers), meta.json (replaced atomically: write,
+** fsync, rename, fsync of the directory), the workspace, the sandbox's
+** /tmp, and job records of commands running in it. Also ids, path
+** normalization, and a tree removal that never follows symlinks.
+*/
+#include "sandbox_local.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- ids ------------------------------------------------------------ */
+
+static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
+
+int lsb_id_new(char out[LSB_ID_LEN + 1]) {
+  unsigned char rnd[LSB_ID_RANDOM];
+  size_t got = 0;
+  int i;
+  while (got < sizeof rnd) {
+    ssize_t r = getrandom(rnd + got, sizeof rnd - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    got += (size_t)r;
+  }
+  memcpy(out, LSB_ID_PREFIX, 3);
+  /* one random byte per character, 5 bits of it: uniform over 32 */
+  for (i = 0; i < LSB_ID_RANDOM; i++) out[3 + i] = b32[rnd[i] & 31];
+  out[LSB_ID_LEN] = '\0';
+  return 0;
+}
+
+int lsb_id_valid(const char *s) {
+  size_t i;
+  if (!s || strncmp(s, LSB_ID_PREFIX, 3) != 0 || strlen(s) != LSB_ID_LEN)
+    return 0;
+  for (i = 3; i < LSB_ID_LEN; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '2' && s[i] <= '7')))
+      return 0;
+  return 1;
+}
+
+/* ---- paths ---------------------------------------------------------- */
+
+int lsb_path_normalize(const char *in, char *out, size_t outsz) {
+  size_t o = 1;
+  const char *p = in;
+  if (!in || in[0] != '/' || outsz < 2) return -EINVAL;
+  out[0] = '/';
+  while (*p) {
+    const char *s;
+    size_t n;
+    while (*p == '/') p++;
+    if (!*p) break;
+    s = p;
+    while (*p && *p != '/') p++;
+    n = (size_t)(p - s);
+    if (n == 1 && s[0] == '.') continue;
+    if (n == 2 && s[0] == '.' && s[1] == '.') {
+      /* pop the last component; at the top ".." stays at "/" */
+      while (o > 1 && out[o - 1] != '/') o--;
+      if (o > 1) o--;
+      continue;
+    }
+    if (o > 1) {
+      if (o + 1 >= outsz) return -ENAMETOOLONG;
+      out[o++] = '/';
+    }
+    if (o + n >= outsz) return -ENAMETOOLONG;
+    memcpy(out + o, s, n);
+    o += n;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+int lsb_path_join(const char *base, const char *rel, char *out,
+                  size_t outsz) {
+  char tmp[2 * LSB_PATH_MAX + 2];
+  if (!rel || !*rel) return -EINVAL;
+  if (rel[0] == '/') return lsb_path_normalize(rel, out, outsz);
+  if (!base || base[0] != '/') return -EINVAL;
+  if (strlen(base) + strlen(rel) + 2 > sizeof tmp) return -ENAMETOOLONG;
+  snprintf(tmp, sizeof tmp, "%s/%s", base, rel);
+  return lsb_path_normalize(tmp, out, outsz);
+}
+
+int lsb_path_under(const char *path, const char *prefix) {
+  size_t n = strlen(prefix);
+  if (strcmp(prefix, "/") == 0) return path[0] == '/';
+  if (strncmp(path, prefix, n) != 0) return 0;
+  return path[n] == '\0' || path[n] == '/';
+}
+
+/* ---- the state root ------------------------------------------------- */
+
+int lsb_state_root(const char *configured, char *out, size_t outsz) {
+  char buf[LSB_PATH_MAX];
+  const char *env;
+  if (configured && *configured) {
+    if (configured[0] != '/') {
+      if (!getcwd(buf, sizeof buf)) return -errno;
+      return lsb_path_join(buf, configured, out, outsz);
+    }
+    return lsb_path_normalize(configured, out, outsz);
+  }
+  env = getenv("LASH_SANDBOX_ROOT");
+  if (env && *env) return lsb_state_root(env, out, outsz);
+  /* As root the jail runs as an unprivileged uid that must be able to
+  ** reach the workspace; /root is not searchable by it, /var/lib is. */
+  if (geteuid() == 0)
+    return lsb_path_normalize("/var/lib/lash/sandboxes", out, outsz);
+  env = getenv("XDG_STATE_HOME");
+  if (env && env[0] == '/') {
+    snprintf(buf, sizeof buf, "%s/lash/sandboxes", env);
+    return lsb_path_normalize(buf, out, outsz);
+  }
+  env = getenv("HOME");
+  if (!env || env[0] != '/') return -ENOENT;
+  snprintf(buf, sizeof buf, "%s/.local/state/lash/sandboxes", env);
+  return lsb_path_normalize(buf, out, outsz);
+}
+
+void lsb_state_dir(const char *root, char *out, size_t outsz) {
+  const char *slash = strrchr(root, '/');
+  if (slash && strcmp(slash, "/sandboxes") == 0 && slash != root) {
+    size_t n = (size_t)(slash - root);
+    if (n >= outsz) n = outsz - 1;
+    memcpy(out, root, n);
+    out[n] = '\0';
+  } else {
+    snprintf(out, outsz, "%s", root);
+  }
+}
+
+int lsb_mkdirs(const char *path, mode_t mode) {
+  char buf[LSB_PATH_MAX];
+  size_t i, n = strlen(path);
+  if (n == 0 || n >= sizeof buf) return -ENAMETOOLONG;
+  memcpy(buf, path, n + 1);
+  for (i = 1; i <= n; i++) {
+    if (buf[i] == '/' || buf[i] == '\0') {
+      char c = buf[i];
+      buf[i] = '\0';
+      if (mkdir(buf, mode) != 0 && errno != EEXIST) return -errno;
+      buf[i] = c;
+    }
+  }
+  {
+    struct stat st;
+    if (stat(path, &st) != 0) return -errno;
+    if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
+  }
+  return 0;
+}
+
+/* ---- boxes ---------------------------------------------------------- */
+
+void lsb_box_close(lsb_box *b) {
+  if (b->lockfd >= 0) close(b->lockfd);   /* closing drops the flock */
+  if (b->dirfd >= 0) close(b->dirfd);
+  b->lockfd = b->dirfd = -1;
+}
+
+static int flock_retry(int fd, int op) {
+  while (flock(fd, op) != 0) {
+    if (errno != EINTR) return -errno;
+  }
+  return 0;
+}
+
+int lsb_box_open(const char *root, const char *id, int exclusive,
+                 lsb_box *b) {
+  char path[LSB_PATH_MAX];
+  int rc;
+  struct stat st;
+  b->dirfd = b->lockfd = -1;
+  if (!lsb_id_valid(id)) return -EINVAL;
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", root, id) >= sizeof path)
+    return -ENAMETOOLONG;
+  b->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (b->dirfd < 0) return -errno;
+  b->lockfd = openat(b->dirfd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (b->lockfd < 0) {
+    rc = -errno;
+    lsb_box_close(b);
+    return rc;
+  }
+  rc = flock_retry(b->lockfd, exclusive ? LOCK_EX : LOCK_SH);
+  if (rc) {
+    lsb_box_close(b);
+    return rc;
+  }
+  /* destroy renames the directory away under the exclusive lock: if that
+  ** happened while we waited, the path no longer names this directory */
+  if (fstatat(b->dirfd, "meta.json", &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    rc = errno == ENOENT ? -ENOENT : -errno;
+    lsb_box_close(b);
+    return rc;
+  }
+  {
+    struct stat a, c;
+    if (fstat(b->dirfd, &a) != 0 || stat(path, &c) != 0 ||
+        a.st_ino != c.st_ino || a.st_dev != c.st_dev) {
+      lsb_box_close(b);
+      return -ENOENT;
+    }
+  }
+  return 0;
+}
+
+int lsb_box_create(const char *root, const char *id, lsb_box *b) {
+  char path[LSB_PATH_MAX];
+  int rc;
+  b->dirfd = b->lockfd = -1;
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", root, id) >= sizeof path)
+    return -ENAMETOOLONG;
+  if (mkdir(path, 0711) != 0) return -errno;
+  b->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (b->dirfd < 0) goto fail;
+  b->lockfd = openat(b->dirfd, "lock",
+                     O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (b->lockfd < 0) goto fail;
+  rc = flock_retry(b->lockfd, LOCK_EX);
+  if (rc) {
+    errno = -rc;
+    goto fail;
+  }
+  return 0;
+fail:
+  rc = -errno;
+  lsb_box_close(b);
+  rmdir(path);
+  return rc;
+}
+
+/* ---- files ---------------------------------------------------------- */
+
+static int write_full(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int lsb_write_atomic(int dirfd, const char *name, const void *data,
+                     size_t len, mode_t mode) {
+  char tmp[256];
+  unsigned char r[6];
+  int fd, rc;
+  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) return -EIO;
+  if ((size_t)snprintf(tmp, sizeof tmp, ".%s.%02x%02x%02x%02x%02x%02x", name,
+                       r[0], r[1], r[2], r[3], r[4], r[5]) >= sizeof tmp)
+    return -ENAMETOOLONG;
+  fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              mode);
+  if (fd < 0) return -errno;
+  rc = write_full(fd, data, len);
+  if (!rc && fsync(fd) != 0) rc = -errno;
+  if (close(fd) != 0 && !rc) rc = -errno;
+  if (!rc && renameat(dirfd, tmp, dirfd, name) != 0) rc = -errno;
+  if (rc) {
+    unlinkat(dirfd, tmp, 0);
+    return rc;
+  }
+  if (fsync(dirfd) != 0) return -errno;
+  return 0;
+}
+
+int lsb_read_all(int dirfd, const char *name, size_t max, char **data,
+                 size_t *len) {
+  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  size_t cap = 4096, n = 0;
+  char *buf;
+  if (fd < 0) return -errno;
+  buf = malloc(cap);
+  if (!buf) {
+    close(fd);
+    return -ENOMEM;
+  }
+  for (;;) {
+    ssize_t r;
+    if (n + 1 >= cap) {
+      char *nb;
+      if (cap > max + 1) {
+        free(buf);
+        close(fd);
+        return -EFBIG;
+      }
+      nb = realloc(buf, cap * 2);
+      if (!nb) {
+        free(buf);
+        close(fd);
+        return -ENOMEM;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    r = read(fd, buf + n, cap - n - 1);
+    if (r < 0) {
+      int e = errno;
+      if (e == EINTR) continue;
+      free(buf);
+      close(fd);
+      return -e;
+    }
+    if (r == 0) break;
+    n += (size_t)r;
+    if (n > max) {
+      free(buf);
+      close(fd);
+      return -EFBIG;
+    }
+  }
+  close(fd);
+  buf[n] = '\0';
+  *data = buf;
+  *len = n;
+  return 0;
+}
+
+/* Remove the directory entry name in dirfd, recursing into directories.
+** Depth is bounded by the fd limit; workspaces deeper than that are
+** unusual enough that failing with EMFILE is acceptable. */
+int lsb_rmtree_at(int dir, const char *name) {
+  struct stat st;
+  int fd, rc = 0;
+  DIR *d;
+  struct dirent *e;
+  if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? 0 : -errno;
+  if (!S_ISDIR(st.st_mode)) {
+    if (unlinkat(dir, name, 0) != 0 && errno != ENOENT) return -errno;
+    return 0;
+  }
+  fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == EACCES) {
+    /* a directory the jail made unreadable (chmod 000): we own it or are
+    ** root, so make it ours to empty */
+    fchmodat(dir, name, 0700, 0);
+    fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  if (fd < 0) return -errno;
+  if ((st.st_mode & 0700) != 0700) fchmod(fd, 0700);
+  d = fdopendir(fd);
+  if (!d) {
+    rc = -errno;
+    close(fd);
+    return rc;
+  }
+  while ((e = readdir(d)) != NULL) {
+    int r;
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    r = lsb_rmtree_at(dirfd(d), e->d_name);
+    if (r && !rc) rc = r;
+  }
+  closedir(d);
+  if (unlinkat(dir, name, AT_REMOVEDIR) != 0 && errno != ENOENT && !rc)
+    rc = -errno;
+  return rc;
+}
+
+/* ---- job records ---------------------------------------------------- */
+
+unsigned long long lsb_proc_starttime(pid_t pid) {
+  char path[64], buf[1024];
+  int fd;
+  ssize_t n;
+  char *p;
+  int field;
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  /* the command name may hold spaces and parentheses: start after the
+  ** last ')' which is field 2's end */
+  p = strrchr(buf, ')');
+  if (!p) return 0;
+  p++;
+  for (field = 3; field < 22 && *p; field++) {
+    while (*p == ' ') p++;
+    while (*p && *p != ' ') p++;
+  }
+  while (*p == ' ') p++;
+  return strtoull(p, NULL, 10);
+}
+
+int lsb_job_add(int dirfd, pid_t pid, char *name, size_t namesz) {
+  unsigned long long st = lsb_proc_starttime(pid);
+  int fd;
+  if (mkdirat(dirfd, "jobs", 0700) != 0 && errno != EEXIST) return -errno;
+  snprintf(name, namesz, "jobs/%d-%llu", (int)pid, st);
+  fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return -errno;
+  close(fd);
+  return 0;
+}
+
+void lsb_job_remove(int dirfd, const char *name) {
+  if (name && *name) unlinkat(dirfd, name, 0);
+}
+
+int lsb_jobs_kill(int dirfd) {
+  int fd = openat(dirfd, "jobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                  O_CLOEXEC);
+  DIR *d;
+  struct dirent *e;
+  int killed = 0;
+  if (fd < 0) return 0;
+  d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return 0;
+  }
+  while ((e = readdir(d)) != NULL) {
+    int pid;
+    unsigned long long st;
+    if (sscanf(e->d_name, "%d-%llu", &pid, &st) != 2 || pid <= 1) continue;
+    /* the start time guards against a recycled pid */
+    if (st != 0 && lsb_proc_starttime(pid) == st) {
+      if (kill(pid, SIGKILL) == 0) killed++;
+    }
+  }
+  closedir(d);
+  return killed;
+}
