@@ -306,14 +306,14 @@ DOC_VECTORS = {
     "doc.tags_set": "120473622d781a060a016b120176",
 }
 
-# Unknown fields of every wire type (numbers no subset message uses), a
+# Unknown fields of every wire type (field 8191, which no subset message uses), a
 # nested group included, appended to a sample's bytes.
 UNKNOWN_TAIL = bytes.fromhex(
-    "f8ff03" "2a"          # field 65535 varint 42
-    "f9ff03" "0102030405060708"  # field 65535 fixed64
-    "fdff03" "01020304"    # field 65535 fixed32
-    "faff03" "03" "616263"  # field 65535 length-delimited "abc"
-    "fbff03" "f8ff0301" "fcff03"  # field 65535 group holding a varint
+    "f8ff03" "2a"          # field 8191 varint 42
+    "f9ff03" "0102030405060708"  # field 8191 fixed64
+    "fdff03" "01020304"    # field 8191 fixed32
+    "faff03" "03" "616263"  # field 8191 length-delimited "abc"
+    "fbff03" "f8ff0301" "fcff03"  # field 8191 group holding a varint
 )
 
 
