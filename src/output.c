@@ -167,10 +167,11 @@ size_t lash_format_size(uint64_t n, char *buf, size_t bufsize) {
 
 /* ---- line/byte truncation ------------------------------------------- */
 
-/* Start of the line that ends at `end` (exclusive) within text[0, end). */
+/* Start of the line that ends at `end` (exclusive) within text[0, end).
+** (memrchr is a GNU extension; this stays portable.) */
 static size_t line_start(const char *text, size_t end) {
-  const char *nl = end ? memrchr(text, '\n', end) : NULL;
-  return nl ? (size_t)(nl - text) + 1 : 0;
+  while (end > 0 && text[end - 1] != '\n') end--;
+  return end;
 }
 
 /* End of the line that starts at `start` within text[start, end). */
