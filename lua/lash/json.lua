@@ -80,6 +80,76 @@ function M.encode(v)
   return codec.encode(v)
 end
 
+-- Canonical encoding: object keys sorted, so equal values give equal
+-- bytes in every process (Lua's hash order is seeded per state). Provider
+-- prompt caches match on exact prefixes, so request bodies use this.
+local concat, sort, fmt, mtype = table.concat, table.sort, string.format, math.type
+local encode_scalar = codec.encode
+
+local function canon(v, out, n, depth)
+  local tv = type(v)
+  if tv == "string" then
+    n = n + 1; out[n] = encode_scalar(v)
+  elseif tv == "number" then
+    n = n + 1
+    if mtype(v) == "integer" then out[n] = fmt("%d", v) else out[n] = encode_scalar(v) end
+  elseif tv == "boolean" then
+    n = n + 1; out[n] = v and "true" or "false"
+  elseif v == nil or v == M.null then
+    n = n + 1; out[n] = "null"
+  elseif tv == "table" then
+    if depth > 200 then error("cannot encode: nested too deeply (a cycle?)", 0) end
+    local len = #v
+    local marked = getmetatable(v) == M.array_mt
+    if marked or len > 0 then
+      -- a proper sequence encodes as an array
+      local count = 0
+      for _ in pairs(v) do count = count + 1 end
+      if count == len then
+        n = n + 1; out[n] = "["
+        for i = 1, len do
+          if i > 1 then n = n + 1; out[n] = "," end
+          n = canon(v[i], out, n, depth + 1)
+        end
+        n = n + 1; out[n] = "]"
+        return n
+      end
+    end
+    local keys, nk = {}, 0
+    for k in pairs(v) do
+      local tk = type(k)
+      if tk ~= "string" then
+        if tk == "number" then k = fmt(mtype(k) == "integer" and "%d" or "%.14g", k)
+        else error("cannot encode a table key of type " .. tk, 0) end
+      end
+      nk = nk + 1; keys[nk] = k
+    end
+    sort(keys)
+    n = n + 1; out[n] = "{"
+    for i = 1, nk do
+      local k = keys[i]
+      local x = v[k]
+      if x == nil then x = v[tonumber(k)] end
+      if i > 1 then n = n + 1; out[n] = "," end
+      n = n + 1; out[n] = encode_scalar(k)
+      n = n + 1; out[n] = ":"
+      n = canon(x, out, n, depth + 1)
+    end
+    n = n + 1; out[n] = "}"
+  else
+    error("cannot encode a " .. tv .. " as JSON", 0)
+  end
+  return n
+end
+
+--- Encode with object keys sorted: the same value gives the same bytes in
+-- every process. Slower than `encode`; used for request bodies.
+function M.encode_canonical(v)
+  local out = {}
+  local n = canon(v, out, 0, 0)
+  return concat(out, "", 1, n)
+end
+
 --- Like `encode` but returns nil, message instead of raising.
 function M.try_encode(v)
   local ok, s = pcall(M.encode, v)

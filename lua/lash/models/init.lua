@@ -193,43 +193,32 @@ function M.post(p)
   while true do
     attempt = attempt + 1
     if p.reset then p.reset() end
-    local ok, status, headers, body, stream_err
-    local raw = {}
-    local rawn = 0
+    local ok, status, headers, body
+    local raw, rawn = {}, 0
+    local req = { method = "POST", url = p.url, headers = p.headers, body = p.body, timeout = p.timeout }
     if p.stream then
       local parser = http.sse_parser()
-      local on_chunk = function(chunk, st)
-        if type(st) == "number" and (st < 200 or st > 299) then
-          if rawn < 65536 then raw[#raw + 1] = chunk; rawn = rawn + #chunk end
-          return
-        end
+      -- on_chunk runs in the task (it may wait); an error raised here
+      -- aborts the transfer and comes out of http.request
+      req.on_chunk = function(chunk)
         if rawn < 65536 then raw[#raw + 1] = chunk; rawn = rawn + #chunk end
-        if stream_err then return end
-        local okp, perr = pcall(function()
-          for _, ev in ipairs(parser:feed(chunk)) do p.on_event(ev) end
-        end)
-        if not okp then stream_err = perr end
+        for _, ev in ipairs(parser:feed(chunk)) do p.on_event(ev) end
       end
-      ok, status, headers, body = pcall(http.request, { method = "POST", url = p.url, headers = p.headers,
-                                                         body = p.body, timeout = p.timeout, on_chunk = on_chunk })
-    else
-      ok, status, headers, body = pcall(http.request, { method = "POST", url = p.url, headers = p.headers,
-                                                         body = p.body, timeout = p.timeout })
     end
+    ok, status, headers, body = pcall(http.request, req)
     local err
     if not ok then
       err = status
       if L.is_error(err, "cancelled") then error(err, 0) end
+      if not L.is_error(err) then
+        err = model_error("provider", p.provider .. ": bad response stream from " .. p.url .. ": " .. tostring(err),
+                          { url = p.url })
+      end
     elseif status < 200 or status > 299 then
-      local b = body or table.concat(raw)
-      err = M.status_error(p.provider, status, b, p.url)
-    elseif p.stream and stream_err then
-      if L.is_error(stream_err) then error(stream_err, 0) end
-      error(model_error("provider", p.provider .. ": bad event in the response stream: " .. tostring(stream_err),
-                        { url = p.url }), 0)
+      err = M.status_error(p.provider, status, body or table.concat(raw), p.url)
     elseif p.stream and not p.stream_done() then
-      err = model_error("stream", p.provider .. ": the response stream ended before its last event (connection dropped?) ("
-        .. p.url .. ")", { url = p.url, retryable = true })
+      err = model_error("stream", p.provider .. ": the response stream ended before its last event "
+        .. "(connection dropped?) (" .. p.url .. ")", { url = p.url, retryable = true })
     else
       return body
     end

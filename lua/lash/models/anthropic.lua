@@ -1,0 +1,282 @@
+--- The `anthropic` provider: the Messages API (POST /v1/messages).
+--
+-- Maps lash's provider-neutral history to `messages` with text, tool_use
+-- and tool_result blocks (consecutive messages of one role merged, as the
+-- API requires alternation), the rendered instructions to `system`, tool
+-- definitions to `tools` (`input_schema`). Prompt caching: a
+-- `cache_control` breakpoint on the last tool and on the system block (the
+-- stable prefix of a run), and one on the newest message so each step
+-- reads the previous step's prefix from the cache; `cache = false` turns
+-- them off.
+--
+-- Streams (SSE: message_start, content_block_start/delta/stop with
+-- text_delta and input_json_delta, message_delta, message_stop, ping,
+-- error) when the run streams; otherwise one JSON response.
+-- Usage: input_tokens counts all input, cache reads and writes included;
+-- cache_read_tokens and cache_write_tokens break them out.
+--
+-- Options: api_key (default $ANTHROPIC_API_KEY), base_url (default
+-- $ANTHROPIC_BASE_URL or https://api.anthropic.com), max_tokens (default
+-- 8192, overridden by model_settings.max_tokens), timeout (600 s),
+-- max_retries (2), retry_delay, max_retry_delay, cache (true), headers.
+-- @module lash.models.anthropic
+local json = require "lash.json"
+local models = require "lash.models"
+
+local M = {}
+
+local Model = {}
+Model.__index = Model
+
+M.API_VERSION = "2023-06-01"
+M.DEFAULT_BASE_URL = "https://api.anthropic.com"
+M.DEFAULT_MAX_TOKENS = 8192
+
+local OPTIONS = { api_key = true, base_url = true, max_tokens = true, timeout = true, max_retries = true,
+                  retry_delay = true, max_retry_delay = true, cache = true, headers = true, stream = true }
+
+--- Make an Anthropic model. Raises a `config` error when no key is set.
+-- @tparam string name the model id, e.g. "claude-sonnet-4-6"
+-- @tparam[opt] table opts
+function M.new(name, opts)
+  opts = opts or {}
+  for k in pairs(opts) do
+    if not OPTIONS[k] then
+      error(require("lash").error("config", "anthropic: unknown model option '" .. tostring(k) .. "'"), 0)
+    end
+  end
+  if name == nil or name == "" then
+    error(require("lash").error("config", "anthropic: no model name; write anthropic:<model>, e.g. anthropic:claude-sonnet-4-6"), 0)
+  end
+  local key = models.api_key(opts, "ANTHROPIC_API_KEY", "anthropic", name)
+  local base = opts.base_url or os.getenv("ANTHROPIC_BASE_URL")
+  if base == nil or base == "" then base = M.DEFAULT_BASE_URL end
+  return setmetatable({
+    name = "anthropic:" .. name, model_id = name, key = key,
+    url = models.join_url(base, "/v1/messages"), opts = opts,
+  }, Model)
+end
+
+local EPHEMERAL = { type = "ephemeral" }
+
+local function user_blocks(msg, out)
+  for _, p in ipairs(msg.parts) do
+    if p.type == "text" then
+      if p.text ~= "" then out[#out + 1] = { type = "text", text = p.text } end
+    elseif p.type == "tool_result" then
+      out[#out + 1] = { type = "tool_result", tool_use_id = p.id, content = p.content ~= "" and p.content or nil,
+                        is_error = p.status ~= "ok" or nil }
+    end
+  end
+end
+
+local function assistant_blocks(msg, out)
+  for _, p in ipairs(msg.parts) do
+    if p.type == "text" then
+      if p.text ~= "" then out[#out + 1] = { type = "text", text = p.text } end
+    elseif p.type == "tool_call" then
+      -- malformed arguments are replayed as an empty object: the API
+      -- requires an object, and the retry prompt that follows says why
+      out[#out + 1] = { type = "tool_use", id = p.id, name = p.name, input = p.args or {} }
+    end
+  end
+end
+
+--- Convert a history to Anthropic `messages` (exported for tests).
+function M.messages(history, cache)
+  local out = {}
+  for _, m in ipairs(history) do
+    local role = m.role == "assistant" and "assistant" or "user"
+    local last = out[#out]
+    local blocks
+    if last and last.role == role then
+      blocks = last.content
+    else
+      blocks = json.array()
+    end
+    if role == "user" then user_blocks(m, blocks) else assistant_blocks(m, blocks) end
+    if #blocks > 0 and not (last and last.content == blocks) then
+      out[#out + 1] = { role = role, content = blocks }
+    end
+  end
+  if cache and #out > 0 then
+    local blocks = out[#out].content
+    local copy = {}
+    for k, v in pairs(blocks[#blocks]) do copy[k] = v end
+    copy.cache_control = EPHEMERAL
+    blocks[#blocks] = copy
+  end
+  return out
+end
+
+--- Build the request body (exported for tests).
+function Model:body(req, stream)
+  local settings = req.settings or {}
+  local cache = self.opts.cache ~= false
+  local body = {
+    model = self.model_id,
+    max_tokens = settings.max_tokens or self.opts.max_tokens or M.DEFAULT_MAX_TOKENS,
+    messages = M.messages(req.messages, cache),
+  }
+  for _, k in ipairs { "temperature", "top_p", "top_k", "stop_sequences", "metadata", "tool_choice" } do
+    if settings[k] ~= nil then body[k] = settings[k] end
+  end
+  if req.instructions and req.instructions ~= "" then
+    body.system = { { type = "text", text = req.instructions, cache_control = cache and EPHEMERAL or nil } }
+  end
+  if req.tools and #req.tools > 0 then
+    local tools = {}
+    for i, d in ipairs(req.tools) do
+      tools[i] = { name = d.name, description = d.description ~= "" and d.description or nil,
+                   input_schema = d.parameters }
+    end
+    if cache then
+      local lastt = {}
+      for k, v in pairs(tools[#tools]) do lastt[k] = v end
+      lastt.cache_control = EPHEMERAL
+      tools[#tools] = lastt
+    end
+    body.tools = tools
+  end
+  if stream then body.stream = true end
+  return body
+end
+
+local FINISH = { end_turn = "stop", stop_sequence = "stop", tool_use = "tool_calls", max_tokens = "length",
+                 refusal = "refusal", pause_turn = "stop", model_context_window_exceeded = "length" }
+
+local function map_usage(u)
+  u = u or {}
+  local created = u.cache_creation_input_tokens
+  local read = u.cache_read_input_tokens
+  created = type(created) == "number" and created or 0
+  read = type(read) == "number" and read or 0
+  local input = type(u.input_tokens) == "number" and u.input_tokens or 0
+  return { input_tokens = input + created + read, output_tokens = type(u.output_tokens) == "number" and u.output_tokens or 0,
+           cache_read_tokens = read, cache_write_tokens = created }
+end
+M.map_usage = map_usage
+
+local function bad_response(self, what)
+  return require("lash").error("provider", "anthropic: unexpected response from " .. self.url .. ": " .. what,
+                               { provider = "anthropic" })
+end
+
+--- Parse a non-streamed response body (exported for tests).
+function Model:parse(body)
+  local v, err = json.try_decode(body)
+  if type(v) ~= "table" then error(bad_response(self, err or "not a JSON object"), 0) end
+  if type(v.content) ~= "table" then error(bad_response(self, "no 'content' array"), 0) end
+  local parts = {}
+  for _, b in ipairs(v.content) do
+    if b.type == "text" then
+      parts[#parts + 1] = { type = "text", text = b.text }
+    elseif b.type == "tool_use" then
+      local args = b.input
+      if type(args) ~= "table" then args = {} end
+      parts[#parts + 1] = { type = "tool_call", id = b.id, name = b.name, args = args }
+    end
+  end
+  return { parts = parts, finish = FINISH[v.stop_reason] or "stop", provider_finish = v.stop_reason,
+           usage = map_usage(v.usage), model = v.model, id = v.id }
+end
+
+-- Streaming state: blocks by index, usage, stop reason.
+local function new_stream(self, on_text)
+  local st = { blocks = {}, order = {}, usage = {}, done = false }
+  function st.reset()
+    st.blocks, st.order, st.usage, st.done, st.stop_reason, st.id, st.model = {}, {}, {}, false, nil, nil, nil
+  end
+  function st.on_event(ev)
+    local name = ev.event
+    if name == "ping" then return end
+    local data, derr = json.try_decode(ev.data)
+    if type(data) ~= "table" then
+      error(bad_response(self, "event '" .. tostring(name) .. "' is not JSON: " .. tostring(derr)), 0)
+    end
+    local t = data.type or name
+    if t == "message_start" then
+      local m = data.message or {}
+      st.id, st.model = m.id, m.model
+      for k, x in pairs(m.usage or {}) do st.usage[k] = x end
+    elseif t == "content_block_start" then
+      local cb = data.content_block or {}
+      local b = { type = cb.type, text = cb.text or "", id = cb.id, name = cb.name, json = {} }
+      if cb.type == "tool_use" and type(cb.input) == "table" and next(cb.input) then
+        b.input = cb.input
+      end
+      st.blocks[data.index] = b
+      st.order[#st.order + 1] = data.index
+      if cb.type == "text" and b.text ~= "" and on_text then on_text(b.text) end
+    elseif t == "content_block_delta" then
+      local b = st.blocks[data.index]
+      local d = data.delta or {}
+      if not b then error(bad_response(self, "delta for unknown content block " .. tostring(data.index)), 0) end
+      if d.type == "text_delta" then
+        b.text = b.text .. d.text
+        if on_text and d.text ~= "" then on_text(d.text) end
+      elseif d.type == "input_json_delta" then
+        b.json[#b.json + 1] = d.partial_json
+      end
+    elseif t == "message_delta" then
+      if data.delta and data.delta.stop_reason then st.stop_reason = data.delta.stop_reason end
+      for k, x in pairs(data.usage or {}) do
+        if x ~= json.null then st.usage[k] = x end
+      end
+    elseif t == "message_stop" then
+      st.done = true
+    elseif t == "error" then
+      local e = data.error or {}
+      local status = (e.type == "overloaded_error" and 529) or (e.type == "api_error" and 500)
+        or (e.type == "rate_limit_error" and 429) or nil
+      error(require("lash").error("provider", "anthropic: error event in the response stream: "
+        .. tostring(e.type) .. ": " .. tostring(e.message),
+        { provider = "anthropic", status = status, error_type = e.type }), 0)
+    end
+  end
+  function st.result()
+    local parts = {}
+    for _, idx in ipairs(st.order) do
+      local b = st.blocks[idx]
+      if b.type == "text" then
+        parts[#parts + 1] = { type = "text", text = b.text }
+      elseif b.type == "tool_use" then
+        local p = { type = "tool_call", id = b.id, name = b.name }
+        local raw = table.concat(b.json)
+        if raw == "" then
+          p.args = b.input or {}
+        else
+          local v = json.try_decode(raw)
+          if type(v) == "table" and not json.is_array(v) and v[1] == nil then p.args = v else p.args_json = raw end
+        end
+        parts[#parts + 1] = p
+      end
+    end
+    return { parts = parts, finish = FINISH[st.stop_reason] or "stop", provider_finish = st.stop_reason,
+             usage = map_usage(st.usage), model = st.model, id = st.id }
+  end
+  return st
+end
+
+--- @see lash.models
+function Model:request(req)
+  local stream = self.opts.stream
+  if stream == nil then stream = req.on_text ~= nil end
+  local headers = { ["x-api-key"] = self.key, ["anthropic-version"] = M.API_VERSION,
+                    ["content-type"] = "application/json" }
+  for k, v in pairs(self.opts.headers or {}) do headers[k] = v end
+  local body = json.encode_canonical(self:body(req, stream))
+  local st = stream and new_stream(self, req.on_text) or nil
+  local resp_body = models.post {
+    provider = "anthropic", url = self.url, headers = headers, body = body,
+    timeout = self.opts.timeout or 600, stream = stream,
+    on_event = st and st.on_event, stream_done = st and function() return st.done end,
+    reset = st and st.reset,
+    max_retries = self.opts.max_retries, retry_delay = self.opts.retry_delay,
+    max_retry_delay = self.opts.max_retry_delay, on_retry = req.on_retry,
+  }
+  if st then return st.result() end
+  return self:parse(resp_body)
+end
+
+return M

@@ -1,0 +1,259 @@
+--- The `openai` provider: Chat Completions (POST {base}/chat/completions),
+-- which OpenAI and the OpenAI-compatible local servers (llama.cpp,
+-- Ollama, vLLM) speak.
+--
+-- Maps lash's history to `messages`: the instructions as a `system`
+-- message, user text, assistant text with `tool_calls` (arguments as JSON
+-- strings), and one `tool` message per result, right after the assistant
+-- turn that asked for it. Several tool calls per turn are supported both
+-- ways. Streams with `stream_options.include_usage` when the run streams.
+-- Usage: prompt_tokens (cached included) -> input_tokens,
+-- prompt_tokens_details.cached_tokens -> cache_read_tokens.
+--
+-- Options: api_key (default $OPENAI_API_KEY; required for the official
+-- API, optional when base_url points elsewhere, since local servers take
+-- none), base_url (default $OPENAI_BASE_URL or https://api.openai.com/v1),
+-- timeout (600 s), max_retries (2), retry_delay, max_retry_delay, headers,
+-- stream. model_settings.max_tokens is sent as `max_completion_tokens` to
+-- api.openai.com and as `max_tokens` elsewhere.
+-- @module lash.models.openai
+local json = require "lash.json"
+local models = require "lash.models"
+
+local M = {}
+
+local Model = {}
+Model.__index = Model
+
+M.DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+local OPTIONS = { api_key = true, base_url = true, timeout = true, max_retries = true, retry_delay = true,
+                  max_retry_delay = true, headers = true, stream = true }
+
+local function config_error(msg)
+  return require("lash").error("config", msg)
+end
+
+--- Make an OpenAI-compatible model.
+-- @tparam string name the model id ("gpt-4.1", "llama3.2", ...)
+-- @tparam[opt] table opts
+function M.new(name, opts)
+  opts = opts or {}
+  for k in pairs(opts) do
+    if not OPTIONS[k] then error(config_error("openai: unknown model option '" .. tostring(k) .. "'"), 0) end
+  end
+  if name == nil or name == "" then
+    error(config_error("openai: no model name; write openai:<model>, e.g. openai:gpt-4.1"), 0)
+  end
+  local base = opts.base_url or os.getenv("OPENAI_BASE_URL")
+  if base == nil or base == "" then base = M.DEFAULT_BASE_URL end
+  local official = base:find("^https://api%.openai%.com") ~= nil
+  local key = opts.api_key or os.getenv("OPENAI_API_KEY")
+  if key == "" then key = nil end
+  if official then key = models.api_key(opts, "OPENAI_API_KEY", "openai", name) end
+  return setmetatable({
+    name = "openai:" .. name, model_id = name, key = key, official = official,
+    url = models.join_url(base, "/chat/completions"), opts = opts,
+  }, Model)
+end
+
+--- Convert a history to Chat Completions `messages` (exported for tests).
+function M.messages(history, instructions)
+  local out = {}
+  if instructions and instructions ~= "" then
+    out[1] = { role = "system", content = instructions }
+  end
+  for _, m in ipairs(history) do
+    if m.role == "assistant" then
+      local texts, calls = {}, {}
+      for _, p in ipairs(m.parts) do
+        if p.type == "text" then
+          texts[#texts + 1] = p.text
+        elseif p.type == "tool_call" then
+          calls[#calls + 1] = { id = p.id, type = "function",
+                                ["function"] = { name = p.name, arguments = p.args_json or json.encode_canonical(p.args or {}) } }
+        end
+      end
+      local msg = { role = "assistant", content = #texts > 0 and table.concat(texts) or json.null }
+      if #calls > 0 then msg.tool_calls = calls end
+      out[#out + 1] = msg
+    else
+      local texts = {}
+      for _, p in ipairs(m.parts) do
+        if p.type == "tool_result" then
+          out[#out + 1] = { role = "tool", tool_call_id = p.id, content = p.content }
+        elseif p.type == "text" then
+          texts[#texts + 1] = p.text
+        end
+      end
+      if #texts > 0 then out[#out + 1] = { role = "user", content = table.concat(texts, "\n\n") } end
+    end
+  end
+  return out
+end
+
+--- Build the request body (exported for tests).
+function Model:body(req, stream)
+  local settings = req.settings or {}
+  local body = { model = self.model_id, messages = M.messages(req.messages, req.instructions) }
+  if settings.max_tokens then
+    body[self.official and "max_completion_tokens" or "max_tokens"] = settings.max_tokens
+  end
+  for _, k in ipairs { "temperature", "top_p", "stop", "seed", "parallel_tool_calls", "tool_choice",
+                       "max_completion_tokens", "reasoning_effort", "user" } do
+    if settings[k] ~= nil then body[k] = settings[k] end
+  end
+  if req.tools and #req.tools > 0 then
+    local tools = {}
+    for i, d in ipairs(req.tools) do
+      tools[i] = { type = "function", ["function"] = { name = d.name, parameters = d.parameters,
+                                                       description = d.description ~= "" and d.description or nil } }
+    end
+    body.tools = tools
+  end
+  if stream then
+    body.stream = true
+    body.stream_options = { include_usage = true }
+  end
+  return body
+end
+
+local FINISH = { stop = "stop", tool_calls = "tool_calls", function_call = "tool_calls", length = "length",
+                 content_filter = "content_filter" }
+
+local function num(x) return type(x) == "number" and x or 0 end
+
+local function map_usage(u)
+  if type(u) ~= "table" then return models.usage() end
+  local details = type(u.prompt_tokens_details) == "table" and u.prompt_tokens_details or {}
+  return { input_tokens = num(u.prompt_tokens), output_tokens = num(u.completion_tokens),
+           cache_read_tokens = num(details.cached_tokens), cache_write_tokens = 0 }
+end
+M.map_usage = map_usage
+
+local function bad_response(self, what)
+  return require("lash").error("provider", "openai: unexpected response from " .. self.url .. ": " .. what,
+                               { provider = "openai" })
+end
+
+local function call_part(id, name, arguments, index)
+  local p = { type = "tool_call", id = (id and id ~= "" and id ~= json.null) and id or ("call_" .. index), name = name }
+  if arguments == nil or arguments == "" or arguments == json.null then
+    p.args = {}
+  else
+    local v = json.try_decode(arguments)
+    if type(v) == "table" and not json.is_array(v) and v[1] == nil then p.args = v else p.args_json = arguments end
+  end
+  return p
+end
+
+--- Parse a non-streamed response body (exported for tests).
+function Model:parse(body)
+  local v, err = json.try_decode(body)
+  if type(v) ~= "table" then error(bad_response(self, err or "not a JSON object"), 0) end
+  if type(v.error) == "table" then
+    error(require("lash").error("provider", "openai: " .. tostring(v.error.message), { provider = "openai" }), 0)
+  end
+  local choice = type(v.choices) == "table" and v.choices[1]
+  if type(choice) ~= "table" or type(choice.message) ~= "table" then
+    error(bad_response(self, "no choices[0].message"), 0)
+  end
+  local msg, parts = choice.message, {}
+  if type(msg.content) == "string" and msg.content ~= "" then
+    parts[1] = { type = "text", text = msg.content }
+  end
+  if type(msg.tool_calls) == "table" then
+    for i, c in ipairs(msg.tool_calls) do
+      local f = c["function"] or {}
+      parts[#parts + 1] = call_part(c.id, f.name, f.arguments, i - 1)
+    end
+  end
+  return { parts = parts, finish = FINISH[choice.finish_reason] or "stop", provider_finish = choice.finish_reason,
+           usage = map_usage(v.usage), model = v.model, id = v.id }
+end
+
+local function new_stream(self, on_text)
+  local st = {}
+  function st.reset()
+    st.text, st.calls, st.order, st.usage, st.finish, st.done, st.id, st.model = {}, {}, {}, nil, nil, false, nil, nil
+  end
+  st.reset()
+  function st.on_event(ev)
+    local d = ev.data
+    if d == "[DONE]" then
+      st.done = true
+      return
+    end
+    if d == "" then return end
+    local v, err = json.try_decode(d)
+    if type(v) ~= "table" then error(bad_response(self, "stream chunk is not JSON: " .. tostring(err)), 0) end
+    if type(v.error) == "table" then
+      error(require("lash").error("provider", "openai: error in the response stream: " .. tostring(v.error.message),
+                                  { provider = "openai" }), 0)
+    end
+    st.id, st.model = st.id or v.id, st.model or v.model
+    if type(v.usage) == "table" then st.usage = v.usage end
+    local choice = type(v.choices) == "table" and v.choices[1]
+    if type(choice) ~= "table" then return end
+    local delta = type(choice.delta) == "table" and choice.delta or {}
+    if type(delta.content) == "string" and delta.content ~= "" then
+      st.text[#st.text + 1] = delta.content
+      if on_text then on_text(delta.content) end
+    end
+    if type(delta.tool_calls) == "table" then
+      for _, tc in ipairs(delta.tool_calls) do
+        local idx = type(tc.index) == "number" and tc.index or #st.order
+        local c = st.calls[idx]
+        if not c then
+          c = { args = {} }
+          st.calls[idx] = c
+          st.order[#st.order + 1] = idx
+        end
+        if type(tc.id) == "string" then c.id = tc.id end
+        local f = type(tc["function"]) == "table" and tc["function"] or {}
+        if type(f.name) == "string" then c.name = (c.name or "") .. f.name end
+        if type(f.arguments) == "string" then c.args[#c.args + 1] = f.arguments end
+      end
+    end
+    if type(choice.finish_reason) == "string" then st.finish = choice.finish_reason end
+  end
+  function st.is_done()
+    -- some compatible servers end without [DONE]; a finish_reason means
+    -- the content is complete
+    return st.done or st.finish ~= nil
+  end
+  function st.result()
+    local parts = {}
+    if #st.text > 0 then parts[1] = { type = "text", text = table.concat(st.text) } end
+    table.sort(st.order)
+    for _, idx in ipairs(st.order) do
+      local c = st.calls[idx]
+      parts[#parts + 1] = call_part(c.id, c.name, table.concat(c.args), idx)
+    end
+    return { parts = parts, finish = FINISH[st.finish] or "stop", provider_finish = st.finish,
+             usage = map_usage(st.usage), model = st.model, id = st.id }
+  end
+  return st
+end
+
+--- @see lash.models
+function Model:request(req)
+  local stream = self.opts.stream
+  if stream == nil then stream = req.on_text ~= nil end
+  local headers = { ["content-type"] = "application/json" }
+  if self.key then headers["authorization"] = "Bearer " .. self.key end
+  for k, v in pairs(self.opts.headers or {}) do headers[k] = v end
+  local body = json.encode_canonical(self:body(req, stream))
+  local st = stream and new_stream(self, req.on_text) or nil
+  local resp_body = models.post {
+    provider = "openai", url = self.url, headers = headers, body = body,
+    timeout = self.opts.timeout or 600, stream = stream,
+    on_event = st and st.on_event, stream_done = st and st.is_done, reset = st and st.reset,
+    max_retries = self.opts.max_retries, retry_delay = self.opts.retry_delay,
+    max_retry_delay = self.opts.max_retry_delay, on_retry = req.on_retry,
+  }
+  if st then return st.result() end
+  return self:parse(resp_body)
+end
+
+return M
