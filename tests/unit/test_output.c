@@ -222,6 +222,25 @@ static void test_truncate_rules(void) {
               "[... output truncated to the last 0 lines ...]\n",
               "max_lines 0 keeps no line");
   check_shape("", NL, 0, TAIL, 0, "", "an empty line fits a 0 B cap");
+  /* the kept line count, for read_file's notes */
+  got = shape_n("L0\nL1\nL2\nL3", 11, 3, NL, HEAD, 0, &t);
+  T_EQ_INT(t.lines, 3, "head keeps 3 lines under a 3-line cap");
+  free(got);
+  got = shape_n("line00\nline01\nline02", 20, NL, 12, HEAD, 0, &t);
+  T_EQ_INT(t.lines, 1, "a 12 B cap keeps one 6-byte line (two need 13)");
+  T_EQ_INT(t.by, LASH_TRUNC_BYTES, "by bytes");
+  free(got);
+  got = shape_n("xxxx", 4, NL, 2, TAIL, 0, &t);
+  T_EQ_INT(t.lines, 1, "a tail cut of one line counts as one line");
+  free(got);
+  got = shape_n("xxxx", 4, NL, 2, HEAD, 0, &t);
+  T_EQ_INT(t.lines, 0, "head keeps no line when the first is too wide");
+  T_EQ_INT(t.first_line_exceeded, 1, "and says so");
+  free(got);
+  got = shape_n("a\nb\n", 4, NL, NL, TAIL, 0, &t);
+  T_EQ_INT(t.lines, 2, "uncut text counts its lines");
+  T_EQ_INT(t.by, LASH_TRUNC_NONE, "not cut");
+  free(got);
   /* interior CR and NUL bytes are kept as they are */
   got = shape_n("a\r\0b\n", 5, NL, NL, TAIL, 0, &t);
   T_EQ_MEM(got, t.body_len, "a\r\0b", 4, "CR and NUL pass through");
