@@ -201,6 +201,7 @@ function M.filter_tools(opts)
   check_keys(who, opts, { capability = true, toolset = true, keep = true, drop = true })
   local target = target_of(who, opts)
   local f = { keep = opts.keep, drop = opts.drop }
+  toolset.filter_rule(f, 2)
   return lift(who, target, function(ts) return toolset.filter(ts, f) end)
 end
 

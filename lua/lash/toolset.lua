@@ -186,15 +186,13 @@ function M.prefix(ts, prefix)
   end)
 end
 
---- Keep or drop tools.
--- @param ts a toolset
--- @tparam table opts `keep` or `drop`: a list of names, or a
---   `function(tool, ctx) -> boolean`
-function M.filter(ts, opts)
-  check_inner(ts, "lash.filter_tools")
+--- Parse a filter rule: `keep` or `drop`, a list of names or a
+-- predicate. Returns pred(tool, ctx), want (true = keep matches).
+function M.filter_rule(opts, level)
   local keep, drop = opts.keep, opts.drop
   if (keep == nil) == (drop == nil) then
-    error("lash.filter_tools: give exactly one of 'keep' or 'drop' (a list of names or a function(tool, ctx))", 2)
+    error("lash.filter_tools: give exactly one of 'keep' or 'drop' (a list of names or a function(tool, ctx))",
+          (level or 1) + 1)
   end
   local rule = keep or drop
   local pred
@@ -206,9 +204,18 @@ function M.filter(ts, opts)
     pred = function(t) return set[t.name] == true end
   else
     error("lash.filter_tools: '" .. (keep and "keep" or "drop") .. "' must be a list of names or a function, got "
-      .. type(rule), 2)
+      .. type(rule), (level or 1) + 1)
   end
-  local want = keep ~= nil
+  return pred, keep ~= nil
+end
+
+--- Keep or drop tools.
+-- @param ts a toolset
+-- @tparam table opts `keep` or `drop`: a list of names, or a
+--   `function(tool, ctx) -> boolean`
+function M.filter(ts, opts)
+  check_inner(ts, "lash.filter_tools")
+  local pred, want = M.filter_rule(opts, 2)
   return wrapper(ts, ts.name, function(tools, ctx)
     local out = {}
     for _, t in ipairs(tools) do
