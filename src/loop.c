@@ -1,0 +1,433 @@
+/*
+** loop.c: the event loop. epoll for descriptors, a binary min-heap for
+** timers, pidfds for child processes and libcurl's multi socket interface
+** wired onto both. Single-threaded; everything hangs off struct lash_loop.
+*/
+#include "loop.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+#define NOT_ARMED ((size_t)-1)
+
+/* A descriptor libcurl asked us to watch. */
+typedef struct curl_sock {
+  lash_io io;
+  curl_socket_t fd;
+  lash_loop *loop;
+} curl_sock;
+
+/* What we keep per transfer; stored as CURLOPT_PRIVATE. */
+typedef struct curl_xfer {
+  lash_curl_done done;
+  void *data;
+} curl_xfer;
+
+struct lash_loop {
+  int epfd;
+  int nio;                 /* active lash_io watchers (curl's included) */
+  lash_timer **heap;
+  size_t nheap, capheap;
+  CURLM *multi;
+  lash_timer curl_timer;
+  int ncurl;               /* transfers added and not yet done */
+  int nchildren;
+  /* The epoll batch being dispatched, so that stopping a watcher can drop
+  ** its pending event (its memory may be freed right after the stop). */
+  struct epoll_event *batch;
+  int batch_len;
+};
+
+uint64_t lash_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- fd watchers ---------------------------------------------------- */
+
+static uint32_t to_epoll(unsigned ev) {
+  uint32_t e = 0;
+  if (ev & LASH_READ) e |= EPOLLIN | EPOLLRDHUP;
+  if (ev & LASH_WRITE) e |= EPOLLOUT;
+  return e;
+}
+
+int lash_io_start(lash_loop *loop, lash_io *io, int fd, unsigned events,
+                  lash_io_cb cb, void *data) {
+  struct epoll_event ee;
+  memset(&ee, 0, sizeof ee);
+  ee.events = to_epoll(events);
+  ee.data.ptr = io;
+  if (io->active && io->fd != fd) lash_io_stop(loop, io);
+  if (epoll_ctl(loop->epfd, io->active ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd,
+                &ee) != 0)
+    return -errno;
+  if (!io->active) loop->nio++;
+  io->fd = fd;
+  io->events = events;
+  io->active = 1;
+  io->cb = cb;
+  io->data = data;
+  return 0;
+}
+
+void lash_io_stop(lash_loop *loop, lash_io *io) {
+  if (!io->active) return;
+  /* The fd may already be closed (EBADF) or replaced; either way it is no
+  ** longer in our set once we forget it. */
+  epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+  io->active = 0;
+  loop->nio--;
+  for (int i = 0; i < loop->batch_len; i++)
+    if (loop->batch[i].data.ptr == io) loop->batch[i].data.ptr = NULL;
+}
+
+/* ---- timers (binary min-heap on due_ns) ------------------------------ */
+
+static void heap_swap(lash_loop *loop, size_t a, size_t b) {
+  lash_timer *t = loop->heap[a];
+  loop->heap[a] = loop->heap[b];
+  loop->heap[b] = t;
+  loop->heap[a]->heap_index = a;
+  loop->heap[b]->heap_index = b;
+}
+
+static void heap_up(lash_loop *loop, size_t i) {
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (loop->heap[p]->due_ns <= loop->heap[i]->due_ns) break;
+    heap_swap(loop, p, i);
+    i = p;
+  }
+}
+
+static void heap_down(lash_loop *loop, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < loop->nheap && loop->heap[l]->due_ns < loop->heap[m]->due_ns) m = l;
+    if (r < loop->nheap && loop->heap[r]->due_ns < loop->heap[m]->due_ns) m = r;
+    if (m == i) break;
+    heap_swap(loop, i, m);
+    i = m;
+  }
+}
+
+void lash_timer_init(lash_timer *t) {
+  memset(t, 0, sizeof *t);
+  t->heap_index = NOT_ARMED;
+}
+
+int lash_timer_active(const lash_timer *t) {
+  return t->heap_index != NOT_ARMED;
+}
+
+void lash_timer_stop(lash_loop *loop, lash_timer *t) {
+  size_t i = t->heap_index;
+  if (i == NOT_ARMED) return;
+  loop->nheap--;
+  if (i != loop->nheap) {
+    loop->heap[i] = loop->heap[loop->nheap];
+    loop->heap[i]->heap_index = i;
+    heap_down(loop, i);
+    heap_up(loop, i);
+  }
+  t->heap_index = NOT_ARMED;
+}
+
+int lash_timer_start(lash_loop *loop, lash_timer *t, uint64_t delay_ns,
+                     lash_timer_cb cb, void *data) {
+  lash_timer_stop(loop, t);
+  if (loop->nheap == loop->capheap) {
+    size_t cap = loop->capheap ? loop->capheap * 2 : 64;
+    lash_timer **h = realloc(loop->heap, cap * sizeof *h);
+    if (!h) return -ENOMEM;
+    loop->heap = h;
+    loop->capheap = cap;
+  }
+  t->due_ns = lash_now_ns() + delay_ns;
+  t->cb = cb;
+  t->data = data;
+  t->heap_index = loop->nheap;
+  loop->heap[loop->nheap++] = t;
+  heap_up(loop, t->heap_index);
+  return 0;
+}
+
+int lash_loop_next_timeout(const lash_loop *loop) {
+  uint64_t now, due;
+  if (loop->nheap == 0) return -1;
+  now = lash_now_ns();
+  due = loop->heap[0]->due_ns;
+  if (due <= now) return 0;
+  /* Round up so we never wake a hair early and spin. */
+  return (int)((due - now + 999999) / 1000000);
+}
+
+static int run_timers(lash_loop *loop) {
+  int n = 0;
+  uint64_t now = lash_now_ns();
+  /* Timers armed by callbacks for "now" wait for the next round, so a
+  ** callback that re-arms itself with delay 0 cannot starve the loop. */
+  while (loop->nheap > 0 && loop->heap[0]->due_ns <= now) {
+    lash_timer *t = loop->heap[0];
+    lash_timer_stop(loop, t);
+    t->cb(loop, t);
+    n++;
+  }
+  return n;
+}
+
+/* ---- children ----------------------------------------------------- */
+
+static void on_pidfd(lash_loop *loop, lash_io *io, unsigned events) {
+  lash_child *c = io->data;
+  siginfo_t si;
+  int status;
+  memset(&si, 0, sizeof si);
+  if (waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG) != 0) {
+    if (errno == EINTR || errno == EAGAIN) return;
+    status = 0xff00;  /* reaped elsewhere: report exit 255 */
+  } else if (si.si_pid == 0) {
+    return;  /* spurious */
+  } else if (si.si_code == CLD_EXITED) {
+    status = (si.si_status & 0xff) << 8;
+  } else {
+    status = si.si_status & 0x7f;  /* killed by signal */
+  }
+  lash_child_stop(loop, c);
+  c->cb(loop, c, status);
+}
+
+int lash_child_start(lash_loop *loop, lash_child *c, pid_t pid,
+                     lash_child_cb cb, void *data) {
+  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+  int rc;
+  if (fd < 0) return -errno;
+  c->pid = pid;
+  c->pidfd = fd;
+  c->cb = cb;
+  c->data = data;
+  memset(&c->io, 0, sizeof c->io);
+  rc = lash_io_start(loop, &c->io, fd, LASH_READ, on_pidfd, c);
+  if (rc != 0) {
+    close(fd);
+    c->pidfd = -1;
+    return rc;
+  }
+  loop->nchildren++;
+  return 0;
+}
+
+void lash_child_stop(lash_loop *loop, lash_child *c) {
+  if (c->pidfd < 0) return;
+  lash_io_stop(loop, &c->io);
+  close(c->pidfd);
+  c->pidfd = -1;
+  loop->nchildren--;
+}
+
+int lash_child_kill(lash_child *c, int sig) {
+  if (c->pidfd < 0) return -ESRCH;
+  if (syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) != 0)
+    return -errno;
+  return 0;
+}
+
+/* ---- libcurl ------------------------------------------------------- */
+
+static void check_curl_done(lash_loop *loop) {
+  CURLMsg *msg;
+  int left;
+  while ((msg = curl_multi_info_read(loop->multi, &left)) != NULL) {
+    if (msg->msg == CURLMSG_DONE) {
+      CURL *easy = msg->easy_handle;
+      CURLcode rc = msg->data.result;
+      curl_xfer *x = NULL;
+      curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
+      curl_multi_remove_handle(loop->multi, easy);
+      curl_easy_setopt(easy, CURLOPT_PRIVATE, NULL);
+      loop->ncurl--;
+      if (x) {
+        lash_curl_done done = x->done;
+        void *data = x->data;
+        free(x);
+        done(loop, easy, rc, data);
+      }
+    }
+  }
+}
+
+static void on_curl_io(lash_loop *loop, lash_io *io, unsigned events) {
+  curl_sock *cs = io->data;
+  int mask = 0, running;
+  if (events & LASH_READ) mask |= CURL_CSELECT_IN;
+  if (events & LASH_WRITE) mask |= CURL_CSELECT_OUT;
+  if (events & LASH_HUP) mask |= CURL_CSELECT_ERR;
+  curl_multi_socket_action(loop->multi, cs->fd, mask, &running);
+  check_curl_done(loop);
+}
+
+static void on_curl_timer(lash_loop *loop, lash_timer *t) {
+  int running;
+  curl_multi_socket_action(loop->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  check_curl_done(loop);
+}
+
+static int curl_socket_cb(CURL *easy, curl_socket_t s, int what, void *userp,
+                          void *socketp) {
+  lash_loop *loop = userp;
+  curl_sock *cs = socketp;
+  if (what == CURL_POLL_REMOVE) {
+    if (cs) {
+      lash_io_stop(loop, &cs->io);
+      curl_multi_assign(loop->multi, s, NULL);
+      free(cs);
+    }
+    return 0;
+  }
+  if (!cs) {
+    cs = calloc(1, sizeof *cs);
+    if (!cs) return -1;
+    cs->fd = s;
+    cs->loop = loop;
+    curl_multi_assign(loop->multi, s, cs);
+  }
+  {
+    unsigned ev = 0;
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT) ev |= LASH_READ;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT) ev |= LASH_WRITE;
+    if (lash_io_start(loop, &cs->io, s, ev, on_curl_io, cs) != 0) return -1;
+  }
+  return 0;
+}
+
+static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp) {
+  lash_loop *loop = userp;
+  if (timeout_ms < 0) {
+    lash_timer_stop(loop, &loop->curl_timer);
+    return 0;
+  }
+  return lash_timer_start(loop, &loop->curl_timer,
+                          (uint64_t)timeout_ms * 1000000u, on_curl_timer,
+                          loop) == 0 ? 0 : -1;
+}
+
+CURLM *lash_loop_multi(lash_loop *loop) { return loop->multi; }
+
+int lash_curl_add(lash_loop *loop, CURL *easy, lash_curl_done done,
+                  void *data) {
+  curl_xfer *x = malloc(sizeof *x);
+  CURLMcode mc;
+  if (!x) return -ENOMEM;
+  x->done = done;
+  x->data = data;
+  curl_easy_setopt(easy, CURLOPT_PRIVATE, (char *)x);
+  mc = curl_multi_add_handle(loop->multi, easy);
+  if (mc != CURLM_OK) {
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, NULL);
+    free(x);
+    return -EINVAL;
+  }
+  loop->ncurl++;
+  return 0;
+}
+
+void lash_curl_remove(lash_loop *loop, CURL *easy) {
+  curl_xfer *x = NULL;
+  curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
+  if (!x) return;  /* not running (already done or never added) */
+  curl_multi_remove_handle(loop->multi, easy);
+  curl_easy_setopt(easy, CURLOPT_PRIVATE, NULL);
+  free(x);
+  loop->ncurl--;
+}
+
+/* ---- the loop ---------------------------------------------------- */
+
+lash_loop *lash_loop_new(void) {
+  lash_loop *loop = calloc(1, sizeof *loop);
+  if (!loop) return NULL;
+  loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (loop->epfd < 0) {
+    free(loop);
+    return NULL;
+  }
+  lash_timer_init(&loop->curl_timer);
+  loop->multi = curl_multi_init();
+  if (!loop->multi) {
+    close(loop->epfd);
+    free(loop);
+    return NULL;
+  }
+  curl_multi_setopt(loop->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb);
+  curl_multi_setopt(loop->multi, CURLMOPT_SOCKETDATA, loop);
+  curl_multi_setopt(loop->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
+  curl_multi_setopt(loop->multi, CURLMOPT_TIMERDATA, loop);
+  curl_multi_setopt(loop->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+  return loop;
+}
+
+void lash_loop_free(lash_loop *loop) {
+  if (!loop) return;
+  /* curl_multi_cleanup calls the socket callback with POLL_REMOVE for the
+  ** sockets it still holds, which frees our curl_sock records. */
+  curl_multi_cleanup(loop->multi);
+  close(loop->epfd);
+  free(loop->heap);
+  free(loop);
+}
+
+int lash_loop_alive(const lash_loop *loop) {
+  /* curl's own timer does not keep the loop alive by itself. */
+  size_t timers = loop->nheap - (lash_timer_active(&loop->curl_timer) ? 1 : 0);
+  return loop->ncurl > 0 || loop->nchildren > 0 || timers > 0 ||
+         loop->nio > 0;
+}
+
+int lash_loop_fd(const lash_loop *loop) { return loop->epfd; }
+
+int lash_loop_run_once(lash_loop *loop, int timeout_ms) {
+  struct epoll_event evs[64];
+  int next = lash_loop_next_timeout(loop), n, i, ran = 0;
+  if (next >= 0 && (timeout_ms < 0 || next < timeout_ms)) timeout_ms = next;
+  n = epoll_wait(loop->epfd, evs, 64, timeout_ms);
+  if (n < 0) {
+    if (errno != EINTR) return -errno;
+    n = 0;
+  }
+  loop->batch = evs;
+  loop->batch_len = n;
+  for (i = 0; i < n; i++) {
+    lash_io *io = evs[i].data.ptr;
+    unsigned ev = 0;
+    /* A callback earlier in this batch may have stopped this watcher. */
+    if (!io || !io->active) continue;
+    if (evs[i].events & (EPOLLIN | EPOLLRDHUP)) ev |= LASH_READ;
+    if (evs[i].events & EPOLLOUT) ev |= LASH_WRITE;
+    if (evs[i].events & (EPOLLHUP | EPOLLERR)) ev |= LASH_HUP | LASH_READ;
+    io->cb(loop, io, ev);
+    ran++;
+  }
+  loop->batch = NULL;
+  loop->batch_len = 0;
+  ran += run_timers(loop);
+  return ran;
+}

@@ -1,0 +1,116 @@
+/*
+** loop.h: lash's single-threaded event loop (internal API).
+** One epoll set over file descriptors, a timer heap, child processes
+** (through pidfds, so no process-wide SIGCHLD handler) and libcurl's multi
+** interface. No threads. Every watcher is a struct the caller embeds in its
+** own object; the loop never allocates on behalf of a watcher, so the owner
+** of the object is the owner of the watcher.
+*/
+#ifndef lash_loop_h
+#define lash_loop_h
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <curl/curl.h>
+
+typedef struct lash_loop lash_loop;
+
+/* ---- file descriptors ---------------------------------------------- */
+
+#define LASH_READ  1u
+#define LASH_WRITE 2u
+#define LASH_HUP   4u   /* reported with READ when the peer hung up / error */
+
+typedef struct lash_io lash_io;
+typedef void (*lash_io_cb)(lash_loop *loop, lash_io *io, unsigned events);
+
+struct lash_io {
+  int fd;
+  unsigned events;       /* what we asked for */
+  int active;
+  lash_io_cb cb;
+  void *data;
+};
+
+/* Start (or change) watching fd for events; returns 0 or -errno. */
+int  lash_io_start(lash_loop *loop, lash_io *io, int fd, unsigned events,
+                   lash_io_cb cb, void *data);
+/* Stop watching; idempotent. Does not close the fd. */
+void lash_io_stop(lash_loop *loop, lash_io *io);
+
+/* ---- timers -------------------------------------------------------- */
+
+typedef struct lash_timer lash_timer;
+typedef void (*lash_timer_cb)(lash_loop *loop, lash_timer *t);
+
+struct lash_timer {
+  uint64_t due_ns;       /* monotonic */
+  size_t heap_index;     /* (size_t)-1 when not armed */
+  lash_timer_cb cb;
+  void *data;
+};
+
+void lash_timer_init(lash_timer *t);
+/* Arm a one-shot timer delay_ns from now (re-arms if already armed). */
+int  lash_timer_start(lash_loop *loop, lash_timer *t, uint64_t delay_ns,
+                      lash_timer_cb cb, void *data);
+/* Disarm; idempotent. */
+void lash_timer_stop(lash_loop *loop, lash_timer *t);
+int  lash_timer_active(const lash_timer *t);
+
+/* ---- child processes ---------------------------------------------- */
+
+typedef struct lash_child lash_child;
+/* status is the raw wait status (WIFEXITED etc. apply). */
+typedef void (*lash_child_cb)(lash_loop *loop, lash_child *c, int status);
+
+struct lash_child {
+  pid_t pid;
+  int pidfd;             /* -1 when not watching */
+  lash_io io;
+  lash_child_cb cb;
+  void *data;
+};
+
+/* Watch pid (a child of this process) until it exits, then reap it and
+** call cb once. Returns 0 or -errno. */
+int  lash_child_start(lash_loop *loop, lash_child *c, pid_t pid,
+                      lash_child_cb cb, void *data);
+/* Stop watching; does not kill or reap. Idempotent. */
+void lash_child_stop(lash_loop *loop, lash_child *c);
+/* Send a signal through the pidfd (safe against pid reuse). */
+int  lash_child_kill(lash_child *c, int sig);
+
+/* ---- libcurl multi ------------------------------------------------- */
+
+typedef void (*lash_curl_done)(lash_loop *loop, CURL *easy, CURLcode rc,
+                               void *data);
+/* Add an easy handle to the loop's multi handle; done is called once when
+** the transfer ends (success or failure). The caller owns the easy handle
+** and must call lash_curl_remove before cleaning it up if it is still
+** running. */
+int  lash_curl_add(lash_loop *loop, CURL *easy, lash_curl_done done,
+                   void *data);
+void lash_curl_remove(lash_loop *loop, CURL *easy);
+CURLM *lash_loop_multi(lash_loop *loop);
+
+/* ---- the loop itself ---------------------------------------------- */
+
+lash_loop *lash_loop_new(void);
+/* Frees the loop. Watchers still registered are simply forgotten; their
+** owners must have stopped them (the Lua runtime does that first). */
+void lash_loop_free(lash_loop *loop);
+
+/* Wait at most timeout_ms (-1: until something happens, 0: poll) and
+** dispatch what is ready: fd events, due timers, finished transfers.
+** Returns the number of callbacks run, or -errno. */
+int  lash_loop_run_once(lash_loop *loop, int timeout_ms);
+/* Non-zero while any watcher, timer, child or transfer is registered. */
+int  lash_loop_alive(const lash_loop *loop);
+/* The epoll fd: readable when lash_loop_run_once(loop, 0) has work. */
+int  lash_loop_fd(const lash_loop *loop);
+/* Milliseconds until the next timer, -1 if none. */
+int  lash_loop_next_timeout(const lash_loop *loop);
+uint64_t lash_now_ns(void);
+
+#endif

@@ -1,0 +1,75 @@
+/*
+** task.h: internals shared by runtime.c (scheduler) and ltask.c (the Lua
+** face of tasks, futures and sleep). Not for bindings: they use runtime.h.
+*/
+#ifndef lash_task_h
+#define lash_task_h
+
+#include "runtime.h"
+
+#define LASH_ERROR_MT "lash.error"
+#define LASH_TASK_MT "lash.task"
+#define LASH_FUTURE_MT "lash.future"
+
+#ifndef LASH_LOG_DEBUG   /* the same values as lash.h */
+#define LASH_LOG_DEBUG 0
+#define LASH_LOG_INFO 1
+#define LASH_LOG_WARN 2
+#define LASH_LOG_ERROR 3
+#endif
+
+enum {
+  LASH_TASK_READY,      /* queued to run */
+  LASH_TASK_RUNNING,
+  LASH_TASK_WAITING,
+  LASH_TASK_DONE        /* finished: see outcome */
+};
+
+enum { LASH_OUT_NONE, LASH_OUT_OK, LASH_OUT_ERROR, LASH_OUT_CANCELLED };
+
+typedef struct lash_future lash_future;
+typedef struct future_waiter future_waiter;
+
+struct lash_future {
+  int state;              /* LASH_OUT_* ; NONE while pending */
+  future_waiter *waiters; /* doubly linked */
+  int nvalues;
+};
+
+struct lash_task {
+  lash_runtime *rt;
+  lua_State *co;
+  lash_future *fut;       /* completion; lives in uservalue 2 */
+  lash_wait *wait;        /* what it waits on, if WAITING */
+  lash_task *next_ready;
+  int status;
+  int in_ready;
+  int started;
+  int cancel_pending;
+  int joined;
+  int nargs;              /* arguments waiting on co for the first resume */
+  unsigned id;
+};
+
+struct lash_runtime {
+  lua_State *L;           /* main thread */
+  lash_loop *loop;
+  lash_task *ready_head, *ready_tail;
+  int ntasks;
+  unsigned next_id;
+  int tasks_ref;          /* registry table: task userdata -> true while alive */
+  int threads_ref;        /* registry table: thread -> task userdata */
+  void (*log)(void *ud, int level, const char *msg);
+  void *log_ud;
+};
+
+void lash_task_make_ready(lash_task *t);
+void lash_task_resume(lash_task *t, lua_State *from);
+int  lash_runtime_step_from(lash_runtime *rt, int timeout_ms, lua_State *from);
+void lash_runtime_log(lash_runtime *rt, int level, const char *fmt, ...);
+int  lash_is_error(lua_State *L, int idx, const char *kind);
+/* Cancel every live task and give them a bounded time to unwind. */
+void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms);
+int  lash_task_cancel(lash_task *t);
+
+#endif
