@@ -507,7 +507,7 @@ end
 
 -- Decode, validate and classify the calls of one model turn.
 local function prepare_calls(run, calls)
-  local items, pending = {}, {}
+  local items, pending, asks = {}, {}, {}
   local step = run.info.step
   for i, p in ipairs(calls) do
     emit(run, { type = "tool_call", step = step, id = p.id, name = p.name, args = p.args_json or p.args })
@@ -523,13 +523,16 @@ local function prepare_calls(run, calls)
         item.tool, item.args = t, args
         item.needs_approval = t:needs_approval(call_ctx(run, item), args)
         if item.needs_approval and run.approvals[p.id] == nil then
-          emit(run, { type = "approval_request", step = step, id = p.id, name = p.name, args = args })
-          if not run.approve then pending[#pending + 1] = { id = p.id, name = p.name, args = args } end
+          asks[#asks + 1] = { id = p.id, name = p.name, args = args }
         end
       end
     end
     if item.status == "retry" then item.content = item.message .. tool.RETRY_SUFFIX end
     items[i] = item
+  end
+  for _, a in ipairs(asks) do
+    emit(run, { type = "approval_request", step = step, id = a.id, name = a.name, args = a.args })
+    if not run.approve then pending[#pending + 1] = a end
   end
   return items, pending
 end
