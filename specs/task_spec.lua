@@ -1,0 +1,189 @@
+-- Tasks, futures, sleep and typed errors: the runtime's Lua face.
+local lash = require "lash"
+
+describe("lash tasks", function()
+  it("spawns a task and joins its results", function()
+    local t = lash.spawn(function(a, b) return a + b, "x" end, 2, 3)
+    local s, x = t:join()
+    assert.equal(5, s)
+    assert.equal("x", x)
+    assert.equal("done", t:status())
+  end)
+
+  it("re-raises a task's error on join, with a traceback", function()
+    local t = lash.spawn(function() error("boom") end)
+    local ok, err = pcall(t.join, t)
+    assert.is_false(ok)
+    assert.matches("boom", err)
+    assert.matches("stack traceback", err)
+    assert.equal("failed", t:status())
+  end)
+
+  it("keeps typed errors typed through join", function()
+    local t = lash.spawn(function() error(lash.error("limit", "too many", { value = 3 })) end)
+    local ok, err = pcall(t.join, t)
+    assert.is_false(ok)
+    assert.is_true(lash.is_error(err, "limit"))
+    assert.equal(3, err.value)
+    assert.equal("limit: too many", tostring(err))
+  end)
+
+  it("wait returns ok flags instead of raising", function()
+    local good = lash.spawn(function() return 1 end)
+    local bad = lash.spawn(function() error("nope", 0) end)
+    assert.same({ true, 1 }, { good:wait() })
+    local ok, err = bad:wait()
+    assert.is_false(ok)
+    assert.matches("^nope", err)
+  end)
+
+  it("runs sleeping tasks concurrently", function()
+    local t0 = lash.now()
+    local tasks = {}
+    for i = 1, 50 do
+      tasks[i] = lash.spawn(function() lash.sleep(0.1) return i end)
+    end
+    for i = 1, 50 do
+      assert.equal(i, tasks[i]:join())
+    end
+    -- 50 sequential sleeps would take 5 s; concurrently they take ~0.1 s.
+    assert.is_true(lash.now() - t0 < 2.5)
+  end)
+
+  it("wakes sleepers in deadline order", function()
+    local order = {}
+    local ts = {}
+    for _, d in ipairs({ 0.06, 0.02, 0.04 }) do
+      ts[#ts + 1] = lash.spawn(function() lash.sleep(d) order[#order + 1] = d end)
+    end
+    for _, t in ipairs(ts) do t:join() end
+    assert.same({ 0.02, 0.04, 0.06 }, order)
+  end)
+
+  it("cancel makes the current wait raise cancelled, once", function()
+    local cleaned = false
+    local t = lash.spawn(function()
+      local ok, err = pcall(lash.sleep, 30)
+      assert(not ok and lash.is_error(err, "cancelled"))
+      lash.sleep(0.01) -- cleanup may still wait
+      cleaned = true
+      error(err)
+    end)
+    lash.sleep(0.01)
+    assert.equal("waiting", t:status())
+    assert.is_true(t:cancel())
+    local ok, err = pcall(t.join, t)
+    assert.is_false(ok)
+    assert.is_true(lash.is_error(err, "cancelled"))
+    assert.is_true(cleaned)
+    assert.equal("cancelled", t:status())
+    assert.is_false(t:cancel())
+  end)
+
+  it("cancelling a task that has not started never runs it", function()
+    local ran = false
+    local t = lash.spawn(function() ran = true end)
+    t:cancel()
+    local ok, err = t:wait()
+    assert.is_false(ok)
+    assert.is_true(lash.is_error(err, "cancelled"))
+    assert.is_false(ran)
+  end)
+
+  it("a task that cancels itself gets the error at its next wait", function()
+    local t = lash.spawn(function()
+      lash.current():cancel()
+      lash.sleep(0)
+      return "not reached"
+    end)
+    local ok, err = t:wait()
+    assert.is_false(ok)
+    assert.is_true(lash.is_error(err, "cancelled"))
+  end)
+
+  it("closes to-be-closed variables of a failing task", function()
+    local closed = false
+    local t = lash.spawn(function()
+      local guard <close> = setmetatable({}, { __close = function() closed = true end })
+      lash.sleep(0)
+      error("fail")
+    end)
+    t:wait()
+    assert.is_true(closed)
+  end)
+
+  it("a plain coroutine.yield in a task lets others run", function()
+    local log = {}
+    local a = lash.spawn(function() log[#log + 1] = "a1"; coroutine.yield(); log[#log + 1] = "a2" end)
+    local b = lash.spawn(function() log[#log + 1] = "b1" end)
+    a:join(); b:join()
+    assert.same({ "a1", "b1", "a2" }, log)
+  end)
+
+  it("waits inside a foreign coroutine drive the loop in place", function()
+    local co = coroutine.wrap(function() lash.sleep(0.01) return "slept" end)
+    assert.equal("slept", co())
+  end)
+
+  it("refuses to join itself", function()
+    local t
+    t = lash.spawn(function() return pcall(function() return t:join() end) end)
+    local ok, err = t:join()
+    assert.is_false(ok)
+    assert.matches("cannot join itself", err)
+  end)
+
+  it("step advances without blocking past its timeout", function()
+    local t = lash.spawn(function() lash.sleep(0.2) return 1 end)
+    local t0 = lash.now()
+    assert.is_true(lash.step(0.01))
+    assert.is_true(lash.now() - t0 < 0.15)
+    assert.equal(1, t:join())
+    assert.is_false(lash.step(0))
+  end)
+
+  it("rejects bad sleep durations", function()
+    assert.has_error(function() lash.sleep(-1) end)
+    assert.has_error(function() lash.sleep(0 / 0) end)
+    assert.has_error(function() lash.sleep(math.huge) end)
+  end)
+end)
+
+describe("lash futures", function()
+  it("wakes every waiter with the values", function()
+    local f = lash.future()
+    local a = lash.spawn(function() return f:wait() end)
+    local b = lash.spawn(function() return f:wait() end)
+    lash.spawn(function() lash.sleep(0.01); f:set("v", 2) end)
+    assert.same({ "v", 2 }, { a:join() })
+    assert.same({ "v", 2 }, { b:join() })
+    assert.is_true(f:done())
+    assert.is_false(f:set("again"))
+  end)
+
+  it("fail raises in waiters", function()
+    local f = lash.future()
+    lash.spawn(function() f:fail(lash.error("http", "down")) end)
+    local ok, err = pcall(f.wait, f)
+    assert.is_false(ok)
+    assert.is_true(lash.is_error(err, "http"))
+    assert.same({ false, err }, { f:result() })
+  end)
+
+  it("a cancelled waiter leaves the future usable", function()
+    local f = lash.future()
+    local t = lash.spawn(function() return f:wait() end)
+    lash.step(0)
+    t:cancel()
+    assert.is_false((t:wait()))
+    f:set(1)
+    assert.equal(1, f:wait())
+  end)
+
+  it("deadlock is an error, not a hang", function()
+    local f = lash.future()
+    local ok, err = pcall(f.wait, f)
+    assert.is_false(ok)
+    assert.is_true(lash.is_error(err, "deadlock"))
+  end)
+end)
