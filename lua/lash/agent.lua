@@ -635,7 +635,7 @@ local function request_model(run, model, instructions)
   end
   local req = {
     instructions = instructions, messages = run.messages, tools = run.defs, settings = run.settings,
-    on_text = on_text, info = { run_id = run.id, step = step, agent = run.agent.name },
+    on_text = on_text, stream = run.stream, info = { run_id = run.id, step = step, agent = run.agent.name },
     on_retry = function(r)
       emit(run, { type = "retry", kind = "model", step = step, attempt = r.attempt, delay = r.delay,
                   status = r.status, reason = r.reason, message = r.message })

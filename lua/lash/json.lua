@@ -169,6 +169,7 @@ local function decode_error(s, pos, what)
 end
 
 local parse_value
+local integers
 
 local function skip_ws(s, pos)
   return (find(s, "[^ \t\r\n]", pos)) or #s + 1
@@ -288,6 +289,25 @@ local function lua_decode(s)
   return v
 end
 
+-- cjson decodes every number as a float; whole numbers become integers,
+-- so `1` reaches Lua as 1, not 1.0 (which prints as "1.0").
+local function as_integer(x)
+  if x == math.floor(x) and x > -2^53 and x < 2^53 then return math.tointeger(x) end
+  return x
+end
+
+function integers(t, depth)
+  if depth > 200 then return t end
+  for k, x in pairs(t) do
+    if type(x) == "number" then
+      t[k] = as_integer(x)
+    elseif type(x) == "table" then
+      integers(x, depth + 1)
+    end
+  end
+  return t
+end
+
 --- Decode JSON text. Raises "invalid JSON ..." on malformed text.
 -- Empty arrays come back marked with `array_mt`; `null` is `json.null`.
 -- @tparam string s
@@ -297,7 +317,10 @@ function M.decode(s)
   end
   if find(s, "%[%s*%]") then return lua_decode(s) end
   local ok, v = pcall(codec.decode, s)
-  if ok then return v end
+  if ok then
+    if type(v) == "table" then return integers(v, 0) end
+    return type(v) == "number" and as_integer(v) or v
+  end
   error("invalid JSON: " .. tostring(v):gsub("^Expected", "expected"), 0)
 end
 

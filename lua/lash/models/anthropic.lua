@@ -261,6 +261,7 @@ end
 --- @see lash.models
 function Model:request(req)
   local stream = self.opts.stream
+  if stream == nil then stream = req.stream end
   if stream == nil then stream = req.on_text ~= nil end
   local headers = { ["x-api-key"] = self.key, ["anthropic-version"] = M.API_VERSION,
                     ["content-type"] = "application/json" }

@@ -7,7 +7,8 @@
 --   req = { instructions = string|nil, messages = history (see lash.agent),
 --           tools = { {name=, description=, parameters=}... },
 --           settings = { max_tokens=, temperature=, ... },
---           on_text = function(delta) | nil   -- stream text when given
+--           stream = boolean | nil            -- stream the response (default: on_text given)
+--           on_text = function(delta) | nil   -- streamed text goes here
 --           on_retry = function(info) | nil   -- {attempt=, delay=, status=, reason=}
 --           info = { run_id=, step=, agent= } }
 --   response = { parts = { {type="text", text=},

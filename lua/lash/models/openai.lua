@@ -239,6 +239,7 @@ end
 --- @see lash.models
 function Model:request(req)
   local stream = self.opts.stream
+  if stream == nil then stream = req.stream end
   if stream == nil then stream = req.on_text ~= nil end
   local headers = { ["content-type"] = "application/json" }
   if self.key then headers["authorization"] = "Bearer " .. self.key end
