@@ -48,6 +48,7 @@ typedef struct http_ctx {
   CURL *pool[POOL_MAX];
   int npool;
   int closed;
+  int h2c_no_reuse;   /* libcurl < 8.0.0: see configure() */
 } http_ctx;
 
 static int ctx_gc(lua_State *L) {
@@ -86,6 +87,8 @@ static http_ctx *ctx_get(lua_State *L) {
   /* Connections and DNS are already pooled by the loop's multi handle;
   ** TLS sessions are per easy handle unless shared. */
   curl_share_setopt(ctx->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  ctx->h2c_no_reuse = curl_version_info(CURLVERSION_NOW)->version_num <
+                      0x080000;
   lua_setfield(L, LUA_REGISTRYINDEX, HTTP_CTX_MT);
   return ctx;
 }
@@ -507,11 +510,18 @@ static void configure(lua_State *L, http_op *op) {
                "(the default: HTTP/2 where TLS offers it) or \"1.1\" (not "
                "with http2_prior_knowledge)");
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, httpv);
-  /* Let concurrent requests to one host wait to multiplex on a single
-  ** HTTP/2 connection instead of opening one each. */
-  if (h2c || (httpv != CURL_HTTP_VERSION_1_1 &&
-              strncasecmp(url, "https:", 6) == 0))
+  if (h2c && op->ctx->h2c_no_reuse) {
+    /* libcurl before 8.0.0 breaks a prior-knowledge HTTP/2 connection
+    ** when it reuses it ("Error in the HTTP2 framing layer", curl issue
+    ** 10634): give each such request a connection of its own. */
+    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+  } else if (h2c || (httpv != CURL_HTTP_VERSION_1_1 &&
+                     strncasecmp(url, "https:", 6) == 0)) {
+    /* Let concurrent requests to one host wait to multiplex on a single
+    ** HTTP/2 connection instead of opening one each. */
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+  }
 
   op->check_status = opt_bool(L, "check_status", 0);
   op->max_body = (size_t)opt_int(L, "max_body_bytes", DEFAULT_MAX_BODY, 1);
@@ -665,12 +675,13 @@ static void push_headers(lua_State *L, const buf *h) {
 
 static int finish(lua_State *L, http_op *op) {
   long status = 0;
+  int top = lua_gettop(L);
   if (op->abort != ABORT_NONE || op->rc != CURLE_OK)
     return raise_failure(L, op);
   curl_easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &status);
-  lua_pushinteger(L, status);
-  push_headers(L, &op->head);
-  if (op->streaming) lua_pushnil(L);
+  lua_pushinteger(L, status);                               /* top + 1 */
+  push_headers(L, &op->head);                               /* top + 2 */
+  if (op->streaming) lua_pushnil(L);                        /* top + 3 */
   else lua_pushlstring(L, op->body.p ? op->body.p : "", op->body.n);
   op_release(op);
   if (op->check_status && status >= 400) {
@@ -680,9 +691,9 @@ static int finish(lua_State *L, http_op *op) {
                     status_retryable(status));
     lua_pushinteger(L, status);
     lua_setfield(L, -2, "status");
-    lua_pushvalue(L, -5);
+    lua_pushvalue(L, top + 2);
     lua_setfield(L, -2, "headers");
-    lua_pushvalue(L, -4);
+    lua_pushvalue(L, top + 3);
     lua_setfield(L, -2, "body");
     lua_pushvalue(L, S_URL);
     lua_setfield(L, -2, "url");
