@@ -13,11 +13,15 @@ a per-sandbox writable directory tree (or, when bwrap is missing, as plain
 subprocesses, with a warning). `/__modal/.bin/modal-sandbox-fs-tools` is
 emulated by a Python implementation of its JSON commands, run in the jail.
 
-Usage: server.py --state DIR [--lifetime S] [--watch-pid PID]
+Usage: server.py --state DIR [--lifetime S] [--watch-pid PID] [--tls]
                  [--token-id ID --token-secret SECRET] [--id-mismatch notfound|invalid]
                  [--jail auto|bwrap|none]
+Without --tls both servers speak h2c (plaintext HTTP/2) and the router URL
+handed out is https://127.0.0.1:P served plaintext, as Modal's JS/Go SDKs
+expect from a localhost fake. With --tls both serve TLS with a self-signed
+certificate for 127.0.0.1 made by the openssl CLI (DIR/ca.pem).
 When ready it writes DIR/ports.json {"control": P, "router": P, "pid": N,
-"jail": "bwrap"|"none"}. It logs every call to DIR/calls.jsonl (method,
+"jail": "bwrap"|"none", "tls": bool, "ca": path-or-null}. It logs every call to DIR/calls.jsonl (method,
 metadata with secrets redacted, the request as JSON, unknown field numbers,
 the status), keeps DIR/state.json (sandboxes and their status) current, and
 reads DIR/faults.json before every call. It exits after --lifetime seconds
@@ -940,6 +944,16 @@ class Fake:
                 e.kill()
 
 
+def make_cert(state):
+    """A self-signed certificate for 127.0.0.1/localhost: (key, cert) paths."""
+    key, cert = os.path.join(state, "key.pem"), os.path.join(state, "ca.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True)
+    return key, cert
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--state", required=True)
@@ -950,23 +964,34 @@ def main():
     ap.add_argument("--id-mismatch", choices=["notfound", "invalid"], default="notfound")
     ap.add_argument("--jail", choices=["auto", "bwrap", "none"], default="auto")
     ap.add_argument("--workers", type=int, default=512)
+    ap.add_argument("--tls", action="store_true")
     args = ap.parse_args()
     fake = Fake(args)
     opts = [("grpc.max_receive_message_length", 100 << 20),
             ("grpc.max_send_message_length", 100 << 20)]
+    ca = make_cert(fake.state) if args.tls else None
+
+    def listen(server):
+        if ca is None:
+            return server.add_insecure_port("127.0.0.1:0")
+        with open(ca[0], "rb") as k, open(ca[1], "rb") as c:
+            creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+        return server.add_secure_port("127.0.0.1:0", creds)
+
     control = grpc.server(futures.ThreadPoolExecutor(max_workers=args.workers), options=opts)
     control.add_generic_rpc_handlers([fake.handlers("control", API, "ModalClient")])
-    cport = control.add_insecure_port("127.0.0.1:0")
+    cport = listen(control)
     router = grpc.server(futures.ThreadPoolExecutor(max_workers=args.workers), options=opts)
     router.add_generic_rpc_handlers([fake.handlers("router", TCR, "TaskCommandRouter")])
-    rport = router.add_insecure_port("127.0.0.1:0")
+    rport = listen(router)
     fake.router_port = rport
     control.start()
     router.start()
     fake.save_state()
     tmp = os.path.join(fake.state, "ports.json.tmp")
     with open(tmp, "w") as fh:
-        json.dump({"control": cport, "router": rport, "pid": os.getpid(), "jail": fake.jail.mode}, fh)
+        json.dump({"control": cport, "router": rport, "pid": os.getpid(), "jail": fake.jail.mode,
+                   "tls": ca is not None, "ca": ca[1] if ca else None}, fh)
     os.replace(tmp, os.path.join(fake.state, "ports.json"))
 
     stop = threading.Event()
