@@ -216,16 +216,39 @@ static void on_pidfd(lash_loop *loop, lash_io *io, unsigned events) {
   c->cb(loop, c, status);
 }
 
+/* Without pidfds (old kernels, valgrind) poll with waitpid: the pid cannot
+** be reused before we reap it, so polling and kill(2) stay safe. */
+static void on_child_poll(lash_loop *loop, lash_timer *t) {
+  lash_child *c = t->data;
+  int status;
+  pid_t r = waitpid(c->pid, &status, WNOHANG);
+  if (r == 0 || (r < 0 && errno == EINTR)) {
+    lash_timer_start(loop, &c->poll, 5000000, on_child_poll, c);
+    return;
+  }
+  if (r < 0) status = 0xff00;
+  lash_child_stop(loop, c);
+  c->cb(loop, c, status);
+}
+
 int lash_child_start(lash_loop *loop, lash_child *c, pid_t pid,
                      lash_child_cb cb, void *data) {
   int fd = (int)syscall(SYS_pidfd_open, pid, 0);
   int rc;
-  if (fd < 0) return -errno;
   c->pid = pid;
-  c->pidfd = fd;
   c->cb = cb;
   c->data = data;
+  c->polling = 0;
   memset(&c->io, 0, sizeof c->io);
+  lash_timer_init(&c->poll);
+  if (fd < 0) {
+    if (errno != ENOSYS && errno != EPERM) return -errno;
+    c->pidfd = -1;
+    c->polling = 1;
+    loop->nchildren++;
+    return lash_timer_start(loop, &c->poll, 1000000, on_child_poll, c);
+  }
+  c->pidfd = fd;
   rc = lash_io_start(loop, &c->io, fd, LASH_READ, on_pidfd, c);
   if (rc != 0) {
     close(fd);
@@ -237,6 +260,12 @@ int lash_child_start(lash_loop *loop, lash_child *c, pid_t pid,
 }
 
 void lash_child_stop(lash_loop *loop, lash_child *c) {
+  if (c->polling) {
+    lash_timer_stop(loop, &c->poll);
+    c->polling = 0;
+    loop->nchildren--;
+    return;
+  }
   if (c->pidfd < 0) return;
   lash_io_stop(loop, &c->io);
   close(c->pidfd);
@@ -245,6 +274,7 @@ void lash_child_stop(lash_loop *loop, lash_child *c) {
 }
 
 int lash_child_kill(lash_child *c, int sig) {
+  if (c->polling) return kill(c->pid, sig) == 0 ? 0 : -errno;
   if (c->pidfd < 0) return -ESRCH;
   if (syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) != 0)
     return -errno;

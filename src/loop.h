@@ -66,8 +66,10 @@ typedef void (*lash_child_cb)(lash_loop *loop, lash_child *c, int status);
 
 struct lash_child {
   pid_t pid;
-  int pidfd;             /* -1 when not watching */
+  int pidfd;             /* -1 when not watching through a pidfd */
+  int polling;           /* watching by waitpid polls (no pidfd support) */
   lash_io io;
+  lash_timer poll;
   lash_child_cb cb;
   void *data;
 };

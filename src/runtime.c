@@ -14,12 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RUNTIME_KEY "lash.runtime"
+#define RUNTIME_KEY "lash.runtime"        /* registry: the runtime */
+#define RUNTIME_MT "lash.runtime.meta"     /* registry: its metatable */
 
 /* ---- runtime ------------------------------------------------------- */
 
 static int runtime_gc(lua_State *L) {
-  lash_runtime *rt = luaL_checkudata(L, 1, RUNTIME_KEY);
+  lash_runtime *rt = luaL_checkudata(L, 1, RUNTIME_MT);
   if (rt->loop) {
     lash_loop_free(rt->loop);
     rt->loop = NULL;
@@ -44,7 +45,7 @@ lash_runtime *lash_runtime_open(lua_State *L) {
   rt = lua_newuserdatauv(L, sizeof *rt, 0);
   memset(rt, 0, sizeof *rt);
   rt->tasks_ref = rt->threads_ref = LUA_NOREF;
-  if (luaL_newmetatable(L, RUNTIME_KEY)) {
+  if (luaL_newmetatable(L, RUNTIME_MT)) {
     lua_pushcfunction(L, runtime_gc);
     lua_setfield(L, -2, "__gc");
     lua_pushliteral(L, "lash.runtime");
