@@ -94,8 +94,13 @@ int lsb_path_join(const char *base, const char *rel, char *out,
   if (!rel || !*rel) return -EINVAL;
   if (rel[0] == '/') return lsb_path_normalize(rel, out, outsz);
   if (!base || base[0] != '/') return -EINVAL;
-  if (strlen(base) + strlen(rel) + 2 > sizeof tmp) return -ENAMETOOLONG;
-  snprintf(tmp, sizeof tmp, "%s/%s", base, rel);
+  {
+    size_t bl = strlen(base), rl = strlen(rel);
+    if (bl + rl + 2 > sizeof tmp) return -ENAMETOOLONG;
+    memcpy(tmp, base, bl);
+    tmp[bl] = '/';
+    memcpy(tmp + bl + 1, rel, rl + 1);
+  }
   return lsb_path_normalize(tmp, out, outsz);
 }
 

@@ -1,0 +1,157 @@
+/*
+** sandbox.h: the sandbox backend contract. A backend (local bubblewrap
+** jails, Modal, a fake written in Lua for tests) is a set of operations;
+** sandbox.c owns everything generic on top of them -- argument checks,
+** defaults, the reserved lash_ tags stamped at create, the lifecycle of
+** sandbox objects (owned / attached / session), attach and release with
+** owner and holder marks -- and exposes it all to Lua as `lash.sandbox`.
+** A backend never sees a Lua sandbox object, only ids.
+**
+** ---- calling convention ---------------------------------------------------
+** Every slot is a lua_CFunction called like a Lua function, through
+** lua_callk, so it MAY WAIT: yield with lash_wait_yield (runtime.h), chain
+** its own steps with lua_callk/lua_pcallk continuations, or (for a Lua
+** backend) call any waiting lash function. Arguments arrive on the stack;
+** results are returned the ordinary way. Argument 1 is always `cfg`, a
+** table holding the backend's config options as the user gave them (see
+** config_options) plus `backend` = the backend's name; a backend may cache
+** per-state things elsewhere (the registry), never in cfg.
+**
+**   create(cfg, spec)                   -> id (string)
+**       spec is a fresh table, already checked and defaulted:
+**         workdir     absolute normalized path, or nil (no default_workdir)
+**         env         {string = string} (maybe empty)
+**         timeout     integer >= 1: the sandbox's lifetime in seconds
+**         expires_at  integer: wall-clock seconds when it ends, computed
+**                     before the call (so it errs early)
+**         network     {block_network = bool, allow_egress_to = {strings},
+**                      allow_egress_to_cidrs = {strings}}
+**         owner       string or nil
+**         tags        {string = string}: the user's tags plus the stamped
+**                     lash_owner, lash_expires_at, lash_network, lash_workdir
+**         and every create_options / config_options key the user set,
+**         unchecked (the backend validates its own options).
+**       A backend that cannot enforce or record a field (an allow-list, an
+**       owner) must refuse it here, before creating anything.
+**   exec(cfg, id, argv, opts)          -> result
+**       argv: {string, ...} non-empty. opts, checked and defaulted:
+**         timeout (integer >= 1, seconds), max_output_bytes (integer >= 0,
+**         per stream), cwd (string or nil: the workdir), env ({k = v} or
+**         nil, merged over the sandbox's), stdin (string or nil).
+**       result: {stdout = string, stderr = string, stdout_truncated = bool,
+**         stderr_truncated = bool, exit_code = integer, timed_out = bool,
+**         applied_timeout = integer}. Output must go through a tail ring
+**         (output.h, lash_ring_*) as it arrives: memory bounded by
+**         max_output_bytes per stream. A timed-out command is killed with
+**         everything it started; exit_code is then meaningless (the local
+**         backend reports 137). applied_timeout is the deadline actually
+**         used (a backend may shorten it to the sandbox's remaining life).
+**         A command that does not start (no such executable, bad cwd) is a
+**         recoverable error, not an exit code.
+**   stat(cfg, id, path)                -> {kind = "file"|"dir"|"symlink"|
+**                                          "other", size =, mode =, mtime =}
+**   read_file(cfg, id, path, max_bytes) -> bytes
+**       refuses a file over max_bytes before reading (code "too_large",
+**       fields size, max_bytes, path) and again when more than max_bytes
+**       arrive (the file grew).
+**   write_file(cfg, id, path, bytes)   -> (nothing); creates parent dirs
+**   list_dir(cfg, id, path)            -> {{name =, kind =}, ...} (any order;
+**                                          kinds as in stat, not followed)
+**   read_tags(cfg, id)                 -> {string = string}
+**   write_tags(cfg, id, tags)          -> (nothing); replaces the whole map
+**   poll(cfg, id)                      -> {running = bool, status = "running"
+**                                          | "expired" | "gone" | "terminated",
+**                                          exit_code = int|nil,
+**                                          expires_at = int|nil}
+**   destroy(cfg, id, timeout)          -> (nothing). Idempotent: a sandbox
+**                                          already gone is success. Waits at
+**                                          most `timeout` seconds (number)
+**                                          for confirmation, then returns.
+** Optional:
+**   cas_tags(cfg, id, expect, tags)    -> true | false, current_tags
+**       atomically: if every key of expect has that value in the current
+**       tags (false = absent), replace the map with tags. Backends with it
+**       get atomic claims; the others get read, write, read back.
+**   list(cfg)                          -> {{id =, expires_at =, tags =,
+**                                           status =}, ...}
+**   gc(cfg)                            -> {removed ids}
+**   probe(cfg)                         -> true | false, reason
+** Relative paths are the backend's to resolve, against the sandbox's
+** workdir.
+**
+** ---- errors ----------------------------------------------------------------
+** Slots raise typed errors (lash_sandbox_raise). Lua sees an error object
+** (lash.is_error) with kind, message, retryable, terminal and code:
+**   "sandbox"     SandboxError, recoverable: a missing file, a failed
+**                 command start, a file too large. retryable = true (the
+**                 model can try again differently), terminal = false.
+**   "unavailable" SandboxTerminalError: the sandbox is gone, terminated or
+**                 expired, or the backend cannot be reached.
+**   "auth"        SandboxTerminalError: credentials refused.
+**   "refused"     SandboxTerminalError raised by attach: wrong or missing
+**                 owner, held by another holder, a claim lost to a race.
+** Terminal errors have retryable = false, terminal = true. `code` is a
+** short machine-readable reason ("not_found", "too_large", "expired", ...).
+** Misuse (a bad argument) raises a plain error string instead.
+**
+** ---- registering -------------------------------------------------------------
+** A C backend defines `const lash_sandbox_backend lash_sandbox_backend_NAME`
+** and adds X(NAME) to LASH_SANDBOX_BACKENDS below (a strong reference: a
+** weak one would not pull the backend's object out of liblash.a). Lua
+** backends use lash.sandbox.register_backend(name, {slot = function, ...,
+** create_options = {...}, config_options = {...}, default_workdir = "..."}),
+** with the same slots and conventions.
+*/
+#ifndef lash_sandbox_h
+#define lash_sandbox_h
+
+#include "lua.h"
+#include "lauxlib.h"
+
+#define LASH_SB_ERROR       "sandbox"
+#define LASH_SB_UNAVAILABLE "unavailable"
+#define LASH_SB_AUTH        "auth"
+#define LASH_SB_REFUSED     "refused"
+
+/* Reserved tags (the prefix "lash_" is refused in user tags). */
+#define LASH_SB_TAG_PREFIX     "lash_"
+#define LASH_SB_TAG_OWNER      "lash_owner"
+#define LASH_SB_TAG_HOLDER     "lash_holder"
+#define LASH_SB_TAG_EXPIRES_AT "lash_expires_at"
+#define LASH_SB_TAG_NETWORK    "lash_network"
+#define LASH_SB_TAG_WORKDIR    "lash_workdir"
+
+typedef struct lash_sandbox_backend {
+  const char *name;
+  /* NULL-terminated option names (NULL: none). create_options apply only
+  ** when creating (e.g. "rootfs", "image") and are refused when attaching
+  ** by id; config_options say where and how to reach the backend (e.g.
+  ** "state_root") and are accepted everywhere. */
+  const char *const *create_options;
+  const char *const *config_options;
+  const char *default_workdir;   /* used when spec.workdir is nil; may be NULL */
+  lua_CFunction create, exec, stat, read_file, write_file, list_dir,
+                read_tags, write_tags, poll, destroy;
+  lua_CFunction cas_tags, list, gc, probe;   /* optional (NULL) */
+} lash_sandbox_backend;
+
+#define LASH_SANDBOX_BACKENDS(X) \
+  X(local)
+
+#define LASH_SB_DECLARE(name) \
+  extern const lash_sandbox_backend lash_sandbox_backend_##name;
+LASH_SANDBOX_BACKENDS(LASH_SB_DECLARE)
+#undef LASH_SB_DECLARE
+
+/* Push a sandbox error object: kind (LASH_SB_*), code (may be NULL),
+** message; retryable and terminal follow from the kind. */
+void lash_sandbox_push_error(lua_State *L, const char *kind, const char *code,
+                             const char *message);
+/* Push one (message from fmt, lua_pushfstring style) and raise it. */
+int  lash_sandbox_raise(lua_State *L, const char *kind, const char *code,
+                        const char *fmt, ...);
+
+/* The lua-cjson module (loaded once, cached in the registry), pushed. */
+void lash_sandbox_json(lua_State *L);
+
+#endif

@@ -1,0 +1,1784 @@
+/*
+** sandbox_local.c: the "local" sandbox backend (the slots of sandbox.h).
+** A sandbox is a directory under the state root (sandbox_state.c); every
+** command runs in a fresh bubblewrap jail over its workspace
+** (sandbox_jail.c) and every file operation in a helper child that sees
+** the same view with the jail's credentials (sandbox_view.c). This file
+** ties them to Lua and to the event loop: metadata as JSON (lua-cjson),
+** expiry checks, the exec op (pipes read into tail rings as output
+** arrives, a deadline that kills the whole jail, cancellation that does
+** the same) and the file-op op, both waiting through lash_wait_yield.
+**
+** Resources held across Lua calls that may raise (locks, view fds) live
+** in to-be-closed userdata, so an error never leaks them; ops that wait
+** are userdata anchored on the waiting thread's stack whose __gc kills and
+** reaps what they started.
+*/
+#include "sandbox.h"
+#include "sandbox_local.h"
+#include "output.h"
+#include "runtime.h"
+#include "task.h"      /* lash_runtime_log: the runtime's log hook */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BOX_MT   "lash.sandbox.local.box"
+#define VIEW_MT  "lash.sandbox.local.view"
+#define EXEC_MT  "lash.sandbox.local.exec"
+#define FOP_MT   "lash.sandbox.local.fileop"
+#define PROBE_KEY "lash.sandbox.local.probe"
+
+#define META_MAX (16u << 20)
+#define LIST_MAX (64u << 20)
+#define JAIL_UID 65534            /* nobody: the jail's host uid under root */
+#define JAIL_GID 65534
+#define DRAIN_NS (2000000000ull)  /* pipes kept open by an escaped process */
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static const char *const create_options[] = {"rootfs", "limits", "isolation",
+                                             NULL};
+static const char *const config_options[] = {"state_root", "bwrap", NULL};
+
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- to-be-closed holders --------------------------------------------- */
+
+static int box_close_mm(lua_State *L) {
+  lsb_box_close(luaL_checkudata(L, 1, BOX_MT));
+  return 0;
+}
+
+/* A lock holder that the stack closes on return or error. */
+static lsb_box *push_box(lua_State *L) {
+  lsb_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->dirfd = b->lockfd = -1;
+  if (luaL_newmetatable(L, BOX_MT)) {
+    lua_pushcfunction(L, box_close_mm);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, box_close_mm);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  lua_toclose(L, -1);
+  return b;
+}
+
+static int view_close_mm(lua_State *L) {
+  lsb_view_close(luaL_checkudata(L, 1, VIEW_MT));
+  return 0;
+}
+
+static lsb_view *push_view(lua_State *L) {
+  lsb_view *v = lua_newuserdatauv(L, sizeof *v, 0);
+  v->n = 0;
+  if (luaL_newmetatable(L, VIEW_MT)) {
+    lua_pushcfunction(L, view_close_mm);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, view_close_mm);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  lua_toclose(L, -1);
+  return v;
+}
+
+/* ---- config, ids, metadata ----------------------------------------------- */
+
+static void state_root(lua_State *L, int cfg, char *out, size_t sz) {
+  const char *conf = NULL;
+  int rc;
+  if (lua_getfield(L, cfg, "state_root") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_error(L, "state_root must be a path string");
+    conf = lua_tostring(L, -1);
+  }
+  rc = lsb_state_root(conf, out, sz);
+  lua_pop(L, 1);
+  if (rc)
+    luaL_error(L, "cannot find a state root for local sandboxes (%s): set "
+               "state_root, LASH_SANDBOX_ROOT or HOME", strerror(-rc));
+}
+
+static const char *check_id(lua_State *L, int idx) {
+  const char *id = luaL_checkstring(L, idx);
+  if (!lsb_id_valid(id))
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "bad_id",
+                       "'%s' is not a local sandbox id (they look like "
+                       "lb- and 20 letters and digits)", id);
+  return id;
+}
+
+/* Open and lock sandbox id; a sandbox that does not exist is terminal. */
+static lsb_box *open_box(lua_State *L, const char *root, const char *id,
+                         int exclusive) {
+  lsb_box *b = push_box(L);
+  int rc = lsb_box_open(root, id, exclusive, b);
+  if (rc == -ENOENT)
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone",
+                       "Sandbox '%s' is gone: it was destroyed, or it never "
+                       "existed under %s", id, root);
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open sandbox '%s' "
+                       "under %s: %s", id, root, strerror(-rc));
+  return b;
+}
+
+/* Push the decoded meta.json of the open box. */
+static void meta_load(lua_State *L, lsb_box *b, const char *id) {
+  char *data;
+  size_t len;
+  int rc = lsb_read_all(b->dirfd, "meta.json", META_MAX, &data, &len);
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone", "cannot read the "
+                       "metadata of sandbox '%s': %s", id, strerror(-rc));
+  lash_sandbox_json(L);
+  lua_getfield(L, -1, "decode");
+  lua_remove(L, -2);
+  lua_pushlstring(L, data, len);
+  free(data);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK || !lua_istable(L, -1))
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "corrupt", "the metadata of "
+                       "sandbox '%s' is damaged; destroy it", id);
+}
+
+/* Write the table at idx as meta.json of the open box. */
+static int meta_save(lua_State *L, lsb_box *b, int idx) {
+  const char *s;
+  size_t len;
+  idx = lua_absindex(L, idx);
+  lash_sandbox_json(L);
+  lua_getfield(L, -1, "encode");
+  lua_remove(L, -2);
+  lua_pushvalue(L, idx);
+  lua_call(L, 1, 1);
+  s = lua_tolstring(L, -1, &len);
+  {
+    int rc = lsb_write_atomic(b->dirfd, "meta.json", s, len, 0600);
+    lua_pop(L, 1);
+    return rc;
+  }
+}
+
+typedef struct meta {
+  const char *id;
+  char workdir[LSB_PATH_MAX];
+  char rootfs[LSB_PATH_MAX];
+  char bwrap[LSB_PATH_MAX];
+  double expires_at;
+  lua_Integer timeout;
+  int network;            /* 1: on */
+  int isolation_none;
+  int disable_userns;
+  int drop;               /* take uid/gid (lash runs as root) */
+  uid_t uid;
+  gid_t gid;
+  lsb_limits limits;
+} meta;
+
+static const char *mstr(lua_State *L, int t, const char *k, char *out,
+                        size_t sz) {
+  if (lua_getfield(L, t, k) == LUA_TSTRING)
+    snprintf(out, sz, "%s", lua_tostring(L, -1));
+  else
+    out[0] = '\0';
+  lua_pop(L, 1);
+  return out;
+}
+
+static double mnum(lua_State *L, int t, const char *k, double dflt) {
+  double v = dflt;
+  if (lua_getfield(L, t, k) == LUA_TNUMBER) v = lua_tonumber(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+static void meta_parse(lua_State *L, int t, const char *id, meta *m) {
+  char iso[16];
+  t = lua_absindex(L, t);
+  memset(m, 0, sizeof *m);
+  m->id = id;
+  mstr(L, t, "workdir", m->workdir, sizeof m->workdir);
+  mstr(L, t, "rootfs", m->rootfs, sizeof m->rootfs);
+  mstr(L, t, "bwrap", m->bwrap, sizeof m->bwrap);
+  mstr(L, t, "isolation", iso, sizeof iso);
+  m->isolation_none = strcmp(iso, "none") == 0;
+  m->expires_at = mnum(L, t, "expires_at", 0);
+  m->timeout = (lua_Integer)mnum(L, t, "timeout", 0);
+  {
+    char net[8];
+    mstr(L, t, "network", net, sizeof net);
+    m->network = strcmp(net, "on") == 0;
+  }
+  m->disable_userns = mnum(L, t, "disable_userns", 0) != 0;
+  m->uid = (uid_t)mnum(L, t, "uid", (double)getuid());
+  m->gid = (gid_t)mnum(L, t, "gid", (double)getgid());
+  m->drop = geteuid() == 0 && m->uid != 0;
+  if (lua_getfield(L, t, "limits") == LUA_TTABLE) {
+    int l = lua_gettop(L);
+    m->limits.address_space = (uint64_t)mnum(L, l, "address_space", 0);
+    m->limits.cpu_seconds = (uint64_t)mnum(L, l, "cpu_seconds", 0);
+    m->limits.open_files = (uint64_t)mnum(L, l, "open_files", 0);
+    m->limits.processes = (uint64_t)mnum(L, l, "processes", 0);
+    m->limits.file_size = (uint64_t)mnum(L, l, "file_size", 0);
+  }
+  lua_pop(L, 1);
+  if (!m->workdir[0] || !m->rootfs[0])
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "corrupt", "the metadata of "
+                       "sandbox '%s' is damaged (no workdir or rootfs); "
+                       "destroy it", id);
+}
+
+static void raise_expired(lua_State *L, const meta *m) {
+  char when[64];
+  time_t t = (time_t)m->expires_at;
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "expired",
+                     "Sandbox '%s' expired at %s (its lifetime was %I s); "
+                     "create a new one (`lash sandbox gc` removes expired "
+                     "sandboxes)", m->id, when, m->timeout);
+}
+
+/* Open id (shared lock), load and parse its metadata, refuse it expired.
+** Pushes box (to-be-closed) and the meta table. */
+static void load(lua_State *L, int cfg, const char *id, char *root,
+                 size_t rootsz, lsb_box **box, meta *m, int exclusive) {
+  state_root(L, cfg, root, rootsz);
+  *box = open_box(L, root, id, exclusive);
+  meta_load(L, *box, id);
+  meta_parse(L, -1, id, m);
+  if (wall_now() >= m->expires_at) raise_expired(L, m);
+}
+
+static void box_path(lua_State *L, const char *root, const char *id,
+                     char *out, size_t sz) {
+  if ((size_t)snprintf(out, sz, "%s/%s", root, id) >= sz)
+    luaL_error(L, "state root path too long");
+}
+
+/* Build the view of sandbox m (in root) into a to-be-closed userdata. */
+static lsb_view *build_view(lua_State *L, const char *root, const meta *m,
+                            int open_fds) {
+  char box[LSB_PATH_MAX];
+  lsb_layout lay;
+  lsb_view *v = push_view(L);
+  int rc;
+  box_path(L, root, m->id, box, sizeof box);
+  lay.box = box;
+  lay.rootfs = m->rootfs;
+  lay.workdir = m->workdir;
+  lay.state_root = root;
+  lay.isolation_none = m->isolation_none;
+  rc = lsb_view_build(v, &lay);
+  if (rc) luaL_error(L, "cannot build the sandbox's view: %s", strerror(-rc));
+  if (open_fds && (rc = lsb_view_open(v)) != 0)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open the directories "
+                       "of sandbox '%s': %s", m->id, strerror(-rc));
+  return v;
+}
+
+/* ---- probing bubblewrap ------------------------------------------------ */
+
+/* Run bwrap once with a minimal jail; returns 1 when it ran, else 0 and the
+** reason in msg. Blocking: a few milliseconds, once per state. */
+static int try_bwrap(const char *bwrap, int disable_userns, char *msg,
+                     size_t msgsz) {
+  lsb_argv a;
+  lsb_spawn sp;
+  lsb_spawn_opts o;
+  const char *stage;
+  char *envp[] = {NULL};
+  int status = 0, rc;
+  size_t got = 0;
+  lsb_argv_init(&a);
+  lsb_argv_add(&a, bwrap);
+  lsb_argv_add(&a, "--unshare-user");
+  lsb_argv_add(&a, "--unshare-pid");
+  lsb_argv_add(&a, "--unshare-net");
+  lsb_argv_add(&a, "--unshare-ipc");
+  if (disable_userns) lsb_argv_add(&a, "--disable-userns");
+  lsb_argv_add(&a, "--die-with-parent");
+  lsb_argv_add(&a, "--ro-bind");
+  lsb_argv_add(&a, "/");
+  lsb_argv_add(&a, "/");
+  lsb_argv_add(&a, "--proc");
+  lsb_argv_add(&a, "/proc");
+  lsb_argv_add(&a, "--");
+  lsb_argv_add(&a, bwrap);
+  lsb_argv_add(&a, "--version");
+  memset(&o, 0, sizeof o);
+  o.path = bwrap;
+  o.argv = a.v;
+  o.envp = envp;
+  o.drop = geteuid() == 0;
+  o.uid = JAIL_UID;
+  o.gid = JAIL_GID;
+  o.outputs = 2;
+  if (a.oom) {
+    lsb_argv_free(&a);
+    snprintf(msg, msgsz, "out of memory");
+    return 0;
+  }
+  rc = lsb_spawn_child(&o, &sp, &stage);
+  lsb_argv_free(&a);
+  if (rc) {
+    snprintf(msg, msgsz, "cannot run %s (%s: %s)", bwrap, stage, strerror(-rc));
+    return 0;
+  }
+  /* drain stdout (a few bytes of version) so bwrap is not hit by SIGPIPE */
+  fcntl(sp.out_fd, F_SETFL, 0);
+  {
+    char sink[256];
+    ssize_t n;
+    while ((n = read(sp.out_fd, sink, sizeof sink)) > 0 ||
+           (n < 0 && errno == EINTR)) {}
+  }
+  close(sp.out_fd);
+  fcntl(sp.err_fd, F_SETFL, 0);
+  msg[0] = '\0';
+  for (;;) {
+    ssize_t n = read(sp.err_fd, msg + got, msgsz - 1 - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += (size_t)n;
+    if (got >= msgsz - 1) break;
+  }
+  msg[got] = '\0';
+  close(sp.err_fd);
+  while (waitpid(sp.pid, &status, 0) < 0 && errno == EINTR) {}
+  while (got && (msg[got - 1] == '\n')) msg[--got] = '\0';
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 1;
+  if (!got) snprintf(msg, msgsz, "bwrap exited with status %d", status);
+  return 0;
+}
+
+/* Push the probe result for this state: {ok =, reason =, bwrap =,
+** disable_userns =}, computed once per bwrap path. */
+static void probe(lua_State *L, int cfg) {
+  char path[LSB_PATH_MAX], msg[1024];
+  const char *want = NULL;
+  int ok;
+  if (cfg && lua_getfield(L, cfg, "bwrap") == LUA_TSTRING)
+    want = lua_tostring(L, -1);
+  if (cfg) lua_pop(L, 1);
+  if (!want) want = getenv("LASH_BWRAP");
+  if (!want || !*want) want = "bwrap";
+  if (lua_getfield(L, LUA_REGISTRYINDEX, PROBE_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, PROBE_KEY);
+  }
+  if (lua_getfield(L, -1, want) == LUA_TTABLE) {
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 4);
+  if (lsb_find_exe(want, getenv("PATH"), path, sizeof path) != 0) {
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "ok");
+    lua_pushfstring(L, "bubblewrap (%s) is not installed or not on PATH", want);
+    lua_setfield(L, -2, "reason");
+  } else {
+    int du = 1;
+    ok = try_bwrap(path, 1, msg, sizeof msg);
+    if (!ok && strstr(msg, "disable-userns")) {   /* an older bwrap */
+      du = 0;
+      ok = try_bwrap(path, 0, msg, sizeof msg);
+    }
+    lua_pushboolean(L, ok);
+    lua_setfield(L, -2, "ok");
+    lua_pushstring(L, path);
+    lua_setfield(L, -2, "bwrap");
+    lua_pushboolean(L, du);
+    lua_setfield(L, -2, "disable_userns");
+    if (!ok) {
+      lua_pushfstring(L, "bubblewrap cannot create a jail here%s: %s",
+                      geteuid() == 0 ? " as uid 65534" : "", msg);
+      lua_setfield(L, -2, "reason");
+    }
+  }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, want);
+  lua_remove(L, -2);
+}
+
+static int local_probe(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  probe(L, 1);
+  lua_getfield(L, -1, "ok");
+  if (lua_toboolean(L, -1)) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  lua_pushboolean(L, 0);
+  lua_getfield(L, -3, "reason");
+  return 2;
+}
+
+/* ---- create --------------------------------------------------------------- */
+
+static const char *const limit_names[] = {
+  "address_space", "cpu_seconds", "open_files", "processes", "file_size", NULL
+};
+
+/* Push the limits table of the sandbox: defaults overridden by spec.limits
+** (a positive integer, or false to inherit lash's own limit). */
+static void check_limits(lua_State *L, int spec) {
+  lsb_limits d;
+  uint64_t vals[5];
+  int i;
+  lsb_limits_default(&d);
+  vals[0] = d.address_space;
+  vals[1] = d.cpu_seconds;
+  vals[2] = d.open_files;
+  vals[3] = d.processes;
+  vals[4] = d.file_size;
+  if (lua_getfield(L, spec, "limits") != LUA_TNIL) {
+    int t = lua_gettop(L);
+    if (!lua_istable(L, t))
+      luaL_error(L, "limits must be a table (address_space, cpu_seconds, "
+                 "open_files, processes, file_size)");
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+      int found = 0;
+      for (i = 0; limit_names[i]; i++) {
+        if (strcmp(k, limit_names[i]) != 0) continue;
+        found = 1;
+        if (lua_isboolean(L, -1) && !lua_toboolean(L, -1)) vals[i] = 0;
+        else if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0)
+          vals[i] = (uint64_t)lua_tointeger(L, -1);
+        else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) >= 1 &&
+                 lua_tonumber(L, -1) == floor(lua_tonumber(L, -1)))
+          vals[i] = (uint64_t)lua_tonumber(L, -1);
+        else
+          luaL_error(L, "limits.%s must be a positive integer (or false to "
+                     "keep lash's own limit), got %s", k, luaL_tolstring(L, -1, NULL));
+      }
+      if (!found)
+        luaL_error(L, "limits has an unknown field '%s' (it takes "
+                   "address_space, cpu_seconds, open_files, processes, "
+                   "file_size)", k);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 5);
+  for (i = 0; limit_names[i]; i++) {
+    lua_pushinteger(L, (lua_Integer)vals[i]);
+    lua_setfield(L, -2, limit_names[i]);
+  }
+}
+
+/* The workdir must be creatable by bwrap: outside the rootfs's directories
+** (bwrap makes it in its tmpfs root or in a mask), or already there. */
+static void check_workdir(lua_State *L, const char *workdir,
+                          const char *rootfs, const char *root) {
+  static const char *const refused[] = {"/proc", "/dev", "/sys", "/tmp", NULL};
+  char hp[2 * LSB_PATH_MAX], first[LSB_PATH_MAX];
+  struct stat st;
+  int i, host = strcmp(rootfs, "/") == 0;
+  const char *slash;
+  if (strcmp(workdir, "/") == 0)
+    luaL_error(L, "workdir cannot be / (the rootfs is read-only); use a "
+               "directory such as /workspace");
+  for (i = 0; refused[i]; i++)
+    if (lsb_path_under(workdir, refused[i]))
+      luaL_error(L, "workdir cannot be under %s (the jail mounts its own "
+                 "there); use a directory such as /workspace", refused[i]);
+  if (host && lsb_path_under(workdir, root))
+    luaL_error(L, "workdir cannot be inside the state root %s", root);
+  /* masked trees (/home, /root, ...) become writable tmpfs in the jail */
+  if (host) {
+    static const char *const masked[] = {"/root", "/home", "/run",
+                                         "/var/tmp", NULL};
+    for (i = 0; masked[i]; i++)
+      if (lsb_path_under(workdir, masked[i])) return;
+  }
+  snprintf(hp, sizeof hp, "%s%s", host ? "" : rootfs, workdir);
+  if (stat(hp, &st) == 0) {
+    if (!S_ISDIR(st.st_mode))
+      luaL_error(L, "workdir %s exists in the rootfs and is not a directory",
+                 workdir);
+    return;
+  }
+  slash = strchr(workdir + 1, '/');
+  snprintf(first, sizeof first, "%s%.*s", host ? "" : rootfs,
+           slash ? (int)(slash - workdir) : (int)strlen(workdir), workdir);
+  if (lstat(first, &st) == 0)
+    luaL_error(L, "workdir %s does not exist in the rootfs, and lash cannot "
+               "create it under the read-only %.*s; use a path that exists "
+               "there, or one outside it such as /workspace", workdir,
+               slash ? (int)(slash - workdir) : (int)strlen(workdir), workdir);
+}
+
+static int local_create(lua_State *L) {
+  char root[LSB_PATH_MAX], id[LSB_ID_LEN + 1], where[2 * LSB_PATH_MAX];
+  char rootfs[LSB_PATH_MAX], ws_host[2 * LSB_PATH_MAX];
+  const char *workdir, *iso = "bwrap", *bwrap_path = NULL;
+  int none, rc, tries, du = 1, meta_idx, spec = 2;
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  lsb_box *b;
+  const char *json;
+  size_t json_len;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  state_root(L, 1, root, sizeof root);
+  /* isolation */
+  if (lua_getfield(L, spec, "isolation") != LUA_TNIL) {
+    iso = lua_tostring(L, -1);
+    if (!iso || (strcmp(iso, "bwrap") && strcmp(iso, "none")))
+      luaL_error(L, "isolation must be \"bwrap\" (default) or \"none\"");
+  }
+  lua_pop(L, 1);
+  none = strcmp(iso, "none") == 0;
+  /* rootfs */
+  if (lua_getfield(L, spec, "rootfs") != LUA_TNIL) {
+    struct stat st;
+    const char *r = lua_tostring(L, -1);
+    if (!r || r[0] != '/' || lsb_path_normalize(r, rootfs, sizeof rootfs))
+      luaL_error(L, "rootfs must be an absolute path to a directory");
+    if (stat(rootfs, &st) != 0 || !S_ISDIR(st.st_mode))
+      luaL_error(L, "rootfs %s is not a directory", rootfs);
+    if (none)
+      luaL_error(L, "isolation = \"none\" cannot use a rootfs: without a "
+                 "jail commands see the host's filesystem");
+  } else {
+    strcpy(rootfs, "/");
+  }
+  lua_pop(L, 1);
+  /* network: bubblewrap can switch it off or share it, nothing between */
+  lua_getfield(L, spec, "network");
+  {
+    int block, lists;
+    lua_getfield(L, -1, "block_network");
+    block = lua_toboolean(L, -1);
+    lua_getfield(L, -2, "allow_egress_to");
+    lua_getfield(L, -3, "allow_egress_to_cidrs");
+    lists = lua_rawlen(L, -1) + lua_rawlen(L, -2) > 0;
+    lua_pop(L, 4);
+    if (lists)
+      lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported",
+                         "the local backend cannot enforce an egress "
+                         "allow-list (bubblewrap has no per-host filter); use "
+                         "network = \"off\" or \"on\"");
+    if (none && block)
+      lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported",
+                         "isolation = \"none\" cannot switch the network off "
+                         "(there is no network namespace); pass network = "
+                         "\"on\" to accept that");
+    lua_pushstring(L, block ? "off" : "on");
+  }
+  lua_getfield(L, spec, "workdir");
+  workdir = lua_tostring(L, -1);
+  if (!workdir) luaL_error(L, "workdir missing");
+  if (none && strcmp(workdir, "/workspace") != 0)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported",
+                       "isolation = \"none\" runs commands in the workspace "
+                       "directory itself (on the host); workdir cannot be "
+                       "set");
+  if (!none) check_workdir(L, workdir, rootfs, root);
+  /* credentials: as root, the jail holds no host privilege */
+  if (geteuid() == 0) {
+    uid = JAIL_UID;
+    gid = JAIL_GID;
+  }
+  if (!none) {
+    probe(L, 1);
+    lua_getfield(L, -1, "ok");
+    if (!lua_toboolean(L, -1)) {
+      lua_getfield(L, -2, "reason");
+      lash_sandbox_raise(
+          L, LASH_SB_UNAVAILABLE, "no_isolation",
+          "%s. Install bubblewrap and allow unprivileged user namespaces "
+          "(sysctl user.max_user_namespaces, "
+          "kernel.apparmor_restrict_unprivileged_userns=0), or pass "
+          "isolation = \"none\" to run commands as a plain process group on "
+          "the host, without isolation", lua_tostring(L, -1));
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "bwrap");
+    bwrap_path = lua_tostring(L, -1);
+    lua_getfield(L, -2, "disable_userns");
+    du = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  /* the metadata, built before anything exists on disk */
+  if ((rc = lsb_id_new(id)) != 0)
+    luaL_error(L, "cannot generate an id: %s", strerror(-rc));
+  lua_createtable(L, 0, 16);
+  meta_idx = lua_gettop(L);
+  lua_pushinteger(L, 1);
+  lua_setfield(L, meta_idx, "version");
+  lua_pushnumber(L, floor(wall_now()));
+  lua_setfield(L, meta_idx, "created_at");
+  lua_getfield(L, spec, "expires_at");
+  lua_setfield(L, meta_idx, "expires_at");
+  lua_getfield(L, spec, "timeout");
+  lua_setfield(L, meta_idx, "timeout");
+  lua_getfield(L, spec, "env");
+  lua_setfield(L, meta_idx, "env");
+  lua_pushstring(L, iso);
+  lua_setfield(L, meta_idx, "isolation");
+  lua_pushstring(L, rootfs);
+  lua_setfield(L, meta_idx, "rootfs");
+  lua_pushvalue(L, meta_idx - 2);          /* "off" / "on" */
+  lua_setfield(L, meta_idx, "network");
+  if (bwrap_path) {
+    lua_pushstring(L, bwrap_path);
+    lua_setfield(L, meta_idx, "bwrap");
+  }
+  lua_pushboolean(L, du);
+  lua_setfield(L, meta_idx, "disable_userns");
+  lua_pushinteger(L, (lua_Integer)uid);
+  lua_setfield(L, meta_idx, "uid");
+  lua_pushinteger(L, (lua_Integer)gid);
+  lua_setfield(L, meta_idx, "gid");
+  check_limits(L, spec);
+  lua_setfield(L, meta_idx, "limits");
+  lua_getfield(L, spec, "tags");
+  lua_setfield(L, meta_idx, "tags");
+  /* create the state root; the jail's uid must be able to reach it */
+  if ((rc = lsb_mkdirs(root, 0711)) != 0)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create the state root "
+                       "%s: %s", root, strerror(-rc));
+  if (!none && uid != geteuid() && !lsb_traversable(root, uid, gid, where,
+                                                     sizeof where))
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io",
+                       "the jail runs as uid %d (lash runs as root) and cannot "
+                       "reach the state root %s (%s is not searchable by "
+                       "it); use a state root under searchable directories "
+                       "(state_root, LASH_SANDBOX_ROOT), e.g. "
+                       "/var/lib/lash/sandboxes", (int)uid, root, where);
+  /* the box: workspace and tmp owned by the jail's uid */
+  b = push_box(L);
+  for (tries = 0;; tries++) {
+    rc = lsb_box_create(root, id, b);
+    if (rc != -EEXIST || tries > 5) break;
+    lsb_id_new(id);
+  }
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create a sandbox under "
+                       "%s: %s", root, strerror(-rc));
+  if (none) {
+    snprintf(ws_host, sizeof ws_host, "%s/%s/workspace", root, id);
+    lua_pushstring(L, ws_host);
+    lua_setfield(L, meta_idx, "workdir");
+    lua_getfield(L, meta_idx, "tags");
+    lua_pushstring(L, ws_host);
+    lua_setfield(L, -2, LASH_SB_TAG_WORKDIR);
+    lua_pop(L, 1);
+  } else {
+    lua_pushstring(L, workdir);
+    lua_setfield(L, meta_idx, "workdir");
+  }
+  lua_pushstring(L, id);
+  lua_setfield(L, meta_idx, "id");
+  /* encode before touching the disk further, so no Lua error can strike
+  ** between here and the rollback below */
+  lash_sandbox_json(L);
+  lua_getfield(L, -1, "encode");
+  lua_pushvalue(L, meta_idx);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    snprintf(where, sizeof where, "%s/%s", root, id);
+    lsb_box_close(b);
+    lsb_rmtree_at(AT_FDCWD, where);
+    lua_error(L);
+  }
+  json = lua_tolstring(L, -1, &json_len);
+  rc = 0;
+  if (mkdirat(b->dirfd, "workspace", 0700) != 0 ||
+      mkdirat(b->dirfd, "tmp", 0700) != 0)
+    rc = -errno;
+  if (!rc && geteuid() == 0 &&
+      (fchownat(b->dirfd, "workspace", uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+       fchownat(b->dirfd, "tmp", uid, gid, AT_SYMLINK_NOFOLLOW) != 0))
+    rc = -errno;
+  if (!rc) rc = lsb_write_atomic(b->dirfd, "meta.json", json, json_len, 0600);
+  if (rc) {
+    snprintf(where, sizeof where, "%s/%s", root, id);
+    lsb_box_close(b);
+    lsb_rmtree_at(AT_FDCWD, where);
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create sandbox files "
+                       "under %s: %s", root, strerror(-rc));
+  }
+  lsb_box_close(b);
+  if (none)
+    lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
+                     "sandbox %s has no isolation (isolation = \"none\"): its "
+                     "commands run on the host as %s, in a process group in "
+                     "%s", id, geteuid() == 0 ? "uid 65534" : "you", ws_host);
+  lua_pushstring(L, id);
+  return 1;
+}
+
+/* ---- exec -------------------------------------------------------------------- */
+
+typedef struct exec_op {
+  lash_wait w;
+  lash_loop *loop;
+  lash_child child;
+  lash_io out_io, err_io, in_io;
+  lash_timer deadline, drain;
+  int out_fd, err_fd, in_fd;
+  lash_ring out, err;
+  const char *in_data;      /* anchored: the opts table is on the stack */
+  size_t in_len, in_off;
+  pid_t pid;
+  int group;                /* isolation none: kill the process group */
+  int running;              /* started and not yet reaped */
+  int status;
+  int timed_out;
+  lua_Integer applied;      /* the deadline used, seconds */
+  int job_dirfd;            /* for removing the job record */
+  char job[64];
+} exec_op;
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+static void exec_stop_io(exec_op *op) {
+  if (op->out_io.active) lash_io_stop(op->loop, &op->out_io);
+  if (op->err_io.active) lash_io_stop(op->loop, &op->err_io);
+  if (op->in_io.active) lash_io_stop(op->loop, &op->in_io);
+  close_fd(&op->out_fd);
+  close_fd(&op->err_fd);
+  close_fd(&op->in_fd);
+  lash_timer_stop(op->loop, &op->deadline);
+  lash_timer_stop(op->loop, &op->drain);
+}
+
+static void exec_kill(exec_op *op) {
+  if (!op->running) return;
+  if (op->group) kill(-op->pid, SIGKILL);
+  if (lash_child_kill(&op->child, SIGKILL) != 0) kill(op->pid, SIGKILL);
+}
+
+/* Kill, reap (blocking: SIGKILL is prompt) and release everything. */
+static void exec_teardown(exec_op *op) {
+  if (op->running) {
+    int st;
+    exec_kill(op);
+    lash_child_stop(op->loop, &op->child);
+    while (waitpid(op->pid, &st, 0) < 0 && errno == EINTR) {}
+    if (op->group) kill(-op->pid, SIGKILL);
+    op->running = 0;
+  }
+  exec_stop_io(op);
+  if (op->job_dirfd >= 0) {
+    lsb_job_remove(op->job_dirfd, op->job);
+    close(op->job_dirfd);
+    op->job_dirfd = -1;
+  }
+}
+
+static int exec_gc(lua_State *L) {
+  exec_op *op = luaL_checkudata(L, 1, EXEC_MT);
+  exec_teardown(op);
+  lash_ring_free(&op->out);
+  lash_ring_free(&op->err);
+  return 0;
+}
+
+static void exec_check_done(exec_op *op) {
+  if (!op->running && op->out_fd < 0 && op->err_fd < 0) {
+    exec_stop_io(op);
+    lash_wait_done(&op->w);
+  }
+}
+
+static void exec_read(lash_loop *loop, lash_io *io, unsigned ev) {
+  exec_op *op = io->data;
+  int is_out = io == &op->out_io;
+  int *fd = is_out ? &op->out_fd : &op->err_fd;
+  lash_ring *r = is_out ? &op->out : &op->err;
+  char buf[65536];
+  (void)ev;
+  for (;;) {
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n > 0) {
+      lash_ring_feed(r, buf, (size_t)n);   /* ENOMEM: drop this chunk */
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    break;                                 /* EOF or error */
+  }
+  lash_io_stop(loop, io);
+  close_fd(fd);
+  exec_check_done(op);
+}
+
+static void exec_write(lash_loop *loop, lash_io *io, unsigned ev) {
+  exec_op *op = io->data;
+  (void)ev;
+  while (op->in_off < op->in_len) {
+    ssize_t n = write(op->in_fd, op->in_data + op->in_off,
+                      op->in_len - op->in_off);
+    if (n > 0) {
+      op->in_off += (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    break;   /* EPIPE: the command stopped reading */
+  }
+  lash_io_stop(loop, io);
+  close_fd(&op->in_fd);
+}
+
+static void exec_drained(lash_loop *loop, lash_timer *t) {
+  exec_op *op = t->data;
+  (void)loop;
+  /* something that escaped the kill still holds the pipes: stop waiting */
+  if (op->out_io.active) lash_io_stop(op->loop, &op->out_io);
+  if (op->err_io.active) lash_io_stop(op->loop, &op->err_io);
+  close_fd(&op->out_fd);
+  close_fd(&op->err_fd);
+  exec_check_done(op);
+}
+
+static void exec_exited(lash_loop *loop, lash_child *c, int status) {
+  exec_op *op = c->data;
+  op->status = status;
+  op->running = 0;
+  /* bwrap's exit takes the whole pid namespace with it (--die-with-parent
+  ** on its init); a plain process group has to be killed */
+  if (op->group) kill(-op->pid, SIGKILL);
+  lash_timer_stop(loop, &op->deadline);
+  if (op->out_fd >= 0 || op->err_fd >= 0)
+    lash_timer_start(loop, &op->drain, DRAIN_NS, exec_drained, op);
+  exec_check_done(op);
+}
+
+static void exec_deadline(lash_loop *loop, lash_timer *t) {
+  exec_op *op = t->data;
+  (void)loop;
+  op->timed_out = 1;
+  exec_kill(op);
+}
+
+static void exec_cancel(lash_wait *w) {
+  exec_teardown((exec_op *)w);
+}
+
+/* Push the env of a command as a table: PATH and HOME, the sandbox's env,
+** then the command's. */
+static int exec_env(lua_State *L, int metat, int opts, const char *home) {
+  int t;
+  lua_newtable(L);
+  t = lua_gettop(L);
+  lua_pushliteral(L, DEFAULT_PATH);
+  lua_setfield(L, t, "PATH");
+  lua_pushstring(L, home);
+  lua_setfield(L, t, "HOME");
+  if (lua_getfield(L, metat, "env") == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, t);
+    }
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, opts, "env") == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, t);
+    }
+  }
+  lua_pop(L, 1);
+  return t;
+}
+
+/* "K=V" strings of the env table at t, in an lsb_argv. */
+static void env_strings(lua_State *L, int t, lsb_argv *out) {
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lsb_argv_addf(out, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+}
+
+static int exec_k(lua_State *L, int status, lua_KContext ctx) {
+  exec_op *op = (exec_op *)ctx;
+  int code;
+  const char *s;
+  size_t n;
+  (void)status;
+  lash_wait_check(L, &op->w);
+  exec_teardown(op);
+  if (WIFEXITED(op->status)) code = WEXITSTATUS(op->status);
+  else if (WIFSIGNALED(op->status)) code = 128 + WTERMSIG(op->status);
+  else code = -1;
+  lua_createtable(L, 0, 8);
+  s = lash_ring_view(&op->out, &n);
+  lua_pushlstring(L, s ? s : "", n);
+  lua_setfield(L, -2, "stdout");
+  s = lash_ring_view(&op->err, &n);
+  lua_pushlstring(L, s ? s : "", n);
+  lua_setfield(L, -2, "stderr");
+  lua_pushboolean(L, lash_ring_dropped(&op->out));
+  lua_setfield(L, -2, "stdout_truncated");
+  lua_pushboolean(L, lash_ring_dropped(&op->err));
+  lua_setfield(L, -2, "stderr_truncated");
+  lua_pushinteger(L, code);
+  lua_setfield(L, -2, "exit_code");
+  lua_pushboolean(L, op->timed_out);
+  lua_setfield(L, -2, "timed_out");
+  lua_pushinteger(L, op->applied);
+  lua_setfield(L, -2, "applied_timeout");
+  /* bwrap's own failures (bad cwd, no such executable) come back as exit
+  ** status 1 with one "bwrap: ..." line: the command never started */
+  if (!op->group && !op->timed_out && code == 1 &&
+      lash_ring_total(&op->out) == 0 &&
+      n > 7 && !lash_ring_dropped(&op->err) && memcmp(s, "bwrap: ", 7) == 0 &&
+      memchr(s, '\n', n) == s + n - 1) {
+    lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
+                       "not start in the sandbox: %s",
+                       lua_pushlstring(L, s + 7, n - 8));
+  }
+  lash_ring_free(&op->out);
+  lash_ring_free(&op->err);
+  return 1;
+}
+
+static int local_exec(lua_State *L) {
+  char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX], exe[LSB_PATH_MAX];
+  const char *id;
+  lsb_box *box;
+  meta m;
+  int metat, envt, rc, i;
+  lua_Integer timeout, maxout, applied;
+  double left;
+  lsb_argv argv, envs, jargv;
+  lsb_spawn sp;
+  lsb_spawn_opts so;
+  const char *stage;
+  exec_op *op;
+  lsb_view *v = NULL;
+  char *empty[] = {NULL};   /* bwrap's own environment */
+  luaL_checktype(L, 1, LUA_TTABLE);
+  id = check_id(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  lua_settop(L, 4);
+  load(L, 1, id, root, sizeof root, &box, &m, 0);   /* 5 box, 6 meta */
+  metat = 6;
+  lua_getfield(L, 4, "timeout");
+  timeout = lua_tointeger(L, -1);
+  lua_getfield(L, 4, "max_output_bytes");
+  maxout = lua_tointeger(L, -1);
+  lua_pop(L, 2);
+  /* never past the sandbox's own end */
+  left = m.expires_at - wall_now();
+  applied = timeout;
+  if (left < (double)applied) applied = (lua_Integer)ceil(left);
+  if (applied < 1) applied = 1;
+  /* cwd, relative to the workdir */
+  if (lua_getfield(L, 4, "cwd") == LUA_TSTRING) {
+    if (lsb_path_join(m.workdir, lua_tostring(L, -1), cwd, sizeof cwd) != 0)
+      luaL_error(L, "cwd is too long");
+  } else {
+    snprintf(cwd, sizeof cwd, "%s", m.workdir);
+  }
+  lua_pop(L, 1);
+  if (m.isolation_none && !lsb_path_under(cwd, m.workdir))
+    lash_sandbox_raise(L, LASH_SB_ERROR, "denied", "cwd %s is outside the "
+                       "workspace %s (isolation = \"none\" exposes only the "
+                       "workspace)", cwd, m.workdir);
+  envt = exec_env(L, metat, 4, m.workdir);
+  /* the op: anchored on this stack until the wait ends */
+  op = lua_newuserdatauv(L, sizeof *op, 0);
+  memset(op, 0, sizeof *op);
+  op->out_fd = op->err_fd = op->in_fd = op->job_dirfd = -1;
+  op->child.pidfd = -1;
+  op->loop = lash_runtime_loop(L);
+  lash_timer_init(&op->deadline);
+  lash_timer_init(&op->drain);
+  lash_ring_init(&op->out, (size_t)maxout);
+  lash_ring_init(&op->err, (size_t)maxout);
+  if (luaL_newmetatable(L, EXEC_MT)) {
+    lua_pushcfunction(L, exec_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  lash_wait_init(&op->w, exec_cancel);
+  if (lua_getfield(L, 4, "stdin") == LUA_TSTRING)
+    op->in_data = lua_tolstring(L, -1, &op->in_len);
+  lua_pop(L, 1);
+  /* command lines, all C memory from here on: freed before any raise */
+  lsb_argv_init(&argv);
+  lsb_argv_init(&envs);
+  lsb_argv_init(&jargv);
+  {
+    lua_Integer n = (lua_Integer)lua_rawlen(L, 3);
+    for (i = 1; i <= n; i++) {
+      lua_rawgeti(L, 3, i);
+      lsb_argv_add(&argv, lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  env_strings(L, envt, &envs);
+  if (!m.isolation_none) v = build_view(L, root, &m, 0);
+  memset(&so, 0, sizeof so);
+  so.limits = &m.limits;
+  so.drop = m.drop;
+  so.uid = m.uid;
+  so.gid = m.gid;
+  so.want_stdin = op->in_data != NULL;
+  so.outputs = 2;
+  rc = 0;
+  if (m.isolation_none) {
+    const char *path = NULL;
+    lua_getfield(L, envt, "PATH");
+    path = lua_tostring(L, -1);
+    lua_pop(L, 1);   /* still anchored in envt */
+    rc = lsb_find_exe(argv.v[0], path, exe, sizeof exe);
+    so.path = exe;
+    so.argv = argv.v;
+    so.envp = envs.v;
+    so.chdir = cwd;
+    so.new_session = 1;
+    op->group = 1;
+    if (rc) stage = "find";
+  } else {
+    lsb_jail j;
+    memset(&j, 0, sizeof j);
+    j.bwrap = m.bwrap;
+    j.view = v;
+    j.cwd = cwd;
+    j.network = m.network;
+    j.disable_userns = m.disable_userns;
+    j.env = (const char *const *)envs.v;
+    rc = lsb_jail_argv(&j, (const char *const *)argv.v, &jargv);
+    so.path = m.bwrap;
+    so.argv = jargv.v;
+    so.envp = empty;
+    stage = "argv";
+    if (!rc && (argv.oom || envs.oom)) rc = -ENOMEM;
+  }
+  if (!rc) rc = lsb_spawn_child(&so, &sp, &stage);
+  lsb_argv_free(&argv);
+  lsb_argv_free(&envs);
+  lsb_argv_free(&jargv);
+  if (rc == -ENOENT && stage &&
+      (strcmp(stage, "find") == 0 || strcmp(stage, "exec") == 0))
+    lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
+                       "not start in the sandbox: '%s' was not found",
+                       (lua_rawgeti(L, 3, 1), lua_tostring(L, -1)));
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
+                       "not start in the sandbox (%s: %s)", stage ? stage : "?",
+                       strerror(-rc));
+  op->pid = sp.pid;
+  op->running = 1;
+  op->applied = applied;
+  op->out_fd = sp.out_fd;
+  op->err_fd = sp.err_fd;
+  op->in_fd = sp.in_fd;
+  /* a job record under the lock, so that destroy can find it */
+  op->job_dirfd = dup(box->dirfd);
+  if (op->job_dirfd >= 0 &&
+      lsb_job_add(op->job_dirfd, op->pid, op->job, sizeof op->job) != 0)
+    op->job[0] = '\0';
+  lsb_box_close(box);
+  if ((rc = lash_child_start(op->loop, &op->child, op->pid, exec_exited, op)) ||
+      (rc = lash_io_start(op->loop, &op->out_io, op->out_fd, LASH_READ,
+                          exec_read, op)) ||
+      (rc = lash_io_start(op->loop, &op->err_io, op->err_fd, LASH_READ,
+                          exec_read, op)) ||
+      (op->in_fd >= 0 && (rc = lash_io_start(op->loop, &op->in_io, op->in_fd,
+                                             LASH_WRITE, exec_write, op))) ||
+      (rc = lash_timer_start(op->loop, &op->deadline,
+                             (uint64_t)applied * 1000000000ull, exec_deadline,
+                             op))) {
+    exec_teardown(op);
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot watch the command: %s",
+                       strerror(-rc));
+  }
+  if (v) lsb_view_close(v);
+  return lash_wait_yield(L, &op->w, (lua_KContext)op, exec_k);
+}
+
+/* ---- file operations ---------------------------------------------------------- */
+
+typedef struct fop_op {
+  lash_wait w;
+  lash_loop *loop;
+  lash_child child;
+  lash_io io;
+  int fd;
+  pid_t pid;
+  int running;
+  int status;
+  char *buf;
+  size_t len, cap, limit;
+  int overflow;
+  int op;
+  uint64_t max_bytes;
+} fop_op;
+
+static void fop_teardown(fop_op *f) {
+  if (f->running) {
+    int st;
+    lash_child_stop(f->loop, &f->child);
+    kill(f->pid, SIGKILL);
+    while (waitpid(f->pid, &st, 0) < 0 && errno == EINTR) {}
+    f->running = 0;
+  }
+  if (f->io.active) lash_io_stop(f->loop, &f->io);
+  close_fd(&f->fd);
+}
+
+static int fop_gc(lua_State *L) {
+  fop_op *f = luaL_checkudata(L, 1, FOP_MT);
+  fop_teardown(f);
+  free(f->buf);
+  f->buf = NULL;
+  return 0;
+}
+
+static void fop_check_done(fop_op *f) {
+  if (!f->running && f->fd < 0) lash_wait_done(&f->w);
+}
+
+static void fop_read(lash_loop *loop, lash_io *io, unsigned ev) {
+  fop_op *f = io->data;
+  (void)ev;
+  for (;;) {
+    ssize_t n;
+    if (f->len == f->limit) {
+      /* full: anything more means the reply is over the limit */
+      char probe1;
+      n = read(f->fd, &probe1, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      if (n > 0) {
+        f->overflow = 1;
+        if (f->running) kill(f->pid, SIGKILL);
+      }
+      break;
+    }
+    if (f->len == f->cap) {
+      size_t nc = f->cap ? f->cap * 2 : 65536;
+      char *nb;
+      if (nc > f->limit) nc = f->limit;
+      nb = realloc(f->buf, nc);
+      if (!nb) {
+        f->overflow = 1;
+        if (f->running) kill(f->pid, SIGKILL);
+        break;
+      }
+      f->buf = nb;
+      f->cap = nc;
+    }
+    n = read(f->fd, f->buf + f->len, f->cap - f->len);
+    if (n > 0) {
+      f->len += (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    break;
+  }
+  lash_io_stop(loop, io);
+  close_fd(&f->fd);
+  fop_check_done(f);
+}
+
+static void fop_exited(lash_loop *loop, lash_child *c, int status) {
+  fop_op *f = c->data;
+  (void)loop;
+  f->status = status;
+  f->running = 0;
+  fop_check_done(f);
+}
+
+static void fop_cancel(lash_wait *w) {
+  fop_teardown((fop_op *)w);
+}
+
+static void raise_fop(lua_State *L, const lsb_reply *r, const char *path,
+                      const meta *m) {
+  switch (r->status) {
+  case LSB_E_NOTFOUND:
+    lash_sandbox_raise(L, LASH_SB_ERROR, "not_found", "'%s': No such file or "
+                       "directory", path);
+    break;
+  case LSB_E_DENIED:
+    lash_sandbox_raise(L, LASH_SB_ERROR, "denied", "'%s' is not accessible in "
+                       "the sandbox (permission denied, or a path kept from "
+                       "it: host secrets, other sandboxes, /proc, /dev, /sys%s)",
+                       path, m->isolation_none ? ", anything outside the "
+                       "workspace" : "");
+    break;
+  case LSB_E_READONLY:
+    lash_sandbox_raise(L, LASH_SB_ERROR, "read_only", "'%s' is on the "
+                       "sandbox's read-only root; write under %s or /tmp",
+                       path, m->workdir);
+    break;
+  case LSB_E_NOTDIR:
+    lash_sandbox_raise(L, LASH_SB_ERROR, "not_dir", "'%s': Not a directory",
+                       path);
+    break;
+  case LSB_E_ISDIR:
+    lash_sandbox_raise(L, LASH_SB_ERROR, "is_dir", "'%s' is a directory",
+                       path);
+    break;
+  case LSB_E_TOOLARGE: {
+    char a[32], b[32];
+    lash_format_size((uint64_t)r->a, a, sizeof a);
+    lash_format_size((uint64_t)r->b, b, sizeof b);
+    lua_pushfstring(L, "'%s' is %s, over the %s read limit", path, a, b);
+    lash_sandbox_push_error(L, LASH_SB_ERROR, "too_large", lua_tostring(L, -1));
+    lua_pushinteger(L, (lua_Integer)r->a);
+    lua_setfield(L, -2, "size");
+    lua_pushinteger(L, (lua_Integer)r->b);
+    lua_setfield(L, -2, "max_bytes");
+    lua_pushstring(L, path);
+    lua_setfield(L, -2, "path");
+    lua_error(L);
+    break;
+  }
+  case LSB_E_NOTREG:
+    lash_sandbox_raise(L, LASH_SB_ERROR, "not_regular", "'%s' is not a "
+                       "regular file", path);
+    break;
+  case LSB_E_LOOP:
+    lash_sandbox_raise(L, LASH_SB_ERROR, "loop", "'%s': too many levels of "
+                       "symbolic links, or the path changed while it was "
+                       "resolved", path);
+    break;
+  case LSB_E_EXISTS:
+    lash_sandbox_raise(L, LASH_SB_ERROR, "not_dir", "'%s': a parent is not a "
+                       "directory", path);
+    break;
+  case LSB_E_NAMETOOLONG:
+    lash_sandbox_raise(L, LASH_SB_ERROR, "invalid", "'%s': path too long",
+                       path);
+    break;
+  default:
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "'%s': %s", path,
+                       strerror(r->err ? r->err : EIO));
+  }
+}
+
+static const char *kind_name(int k) {
+  switch (k) {
+  case 'f': return "file";
+  case 'd': return "dir";
+  case 'l': return "symlink";
+  default: return "other";
+  }
+}
+
+/* Continuation of every file op. Stack: cfg, id, path, [arg], ..., the
+** meta table at 6 (kept for messages), the op on top. */
+static int fop_k(lua_State *L, int status, lua_KContext ctx) {
+  fop_op *f = (fop_op *)ctx;
+  lsb_reply r;
+  meta m;
+  const char *path = lua_tostring(L, 3);
+  (void)status;
+  lash_wait_check(L, &f->w);
+  fop_teardown(f);
+  lua_pushvalue(L, 2);
+  meta_parse(L, 6, lua_tostring(L, -1), &m);
+  if (f->overflow)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "'%s': the reply was too large "
+                       "(over %I bytes)", path, (lua_Integer)f->limit);
+  if (f->len < sizeof r)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "'%s': the file operation "
+                       "failed (helper status %d)", path, f->status);
+  memcpy(&r, f->buf, sizeof r);
+  if (r.status != LSB_OK) raise_fop(L, &r, path, &m);
+  if (!WIFEXITED(f->status) || WEXITSTATUS(f->status) != 0)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "'%s': the file operation "
+                       "failed part way (helper status %d)", path, f->status);
+  switch (f->op) {
+  case LSB_OP_STAT:
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, kind_name(r.kind));
+    lua_setfield(L, -2, "kind");
+    lua_pushinteger(L, (lua_Integer)r.a);
+    lua_setfield(L, -2, "size");
+    lua_pushinteger(L, r.mode);
+    lua_setfield(L, -2, "mode");
+    lua_pushinteger(L, (lua_Integer)r.b);
+    lua_setfield(L, -2, "mtime");
+    return 1;
+  case LSB_OP_READ: {
+    size_t n = f->len - sizeof r;
+    if (n > f->max_bytes) {   /* it grew between the size check and the read */
+      lsb_reply t = r;
+      t.status = LSB_E_TOOLARGE;
+      t.a = r.a > (int64_t)n ? r.a : (int64_t)n;
+      t.b = (int64_t)f->max_bytes;
+      raise_fop(L, &t, path, &m);
+    }
+    lua_pushlstring(L, f->buf + sizeof r, n);
+    return 1;
+  }
+  case LSB_OP_WRITE:
+    return 0;
+  case LSB_OP_LIST: {
+    size_t off = sizeof r;
+    int i = 0;
+    lua_newtable(L);
+    while (off < f->len) {
+      char kind = f->buf[off++];
+      const char *name = f->buf + off;
+      size_t nl = strnlen(name, f->len - off);
+      if (off + nl >= f->len) break;   /* unterminated: helper cut short */
+      off += nl + 1;
+      lua_createtable(L, 0, 2);
+      lua_pushlstring(L, name, nl);
+      lua_setfield(L, -2, "name");
+      lua_pushstring(L, kind_name(kind));
+      lua_setfield(L, -2, "kind");
+      lua_rawseti(L, -2, ++i);
+    }
+    return 1;
+  }
+  }
+  return 0;
+}
+
+/* Shared by stat, read_file, write_file, list_dir: slot args are cfg, id,
+** path, [max_bytes | bytes]. */
+static int fileop(lua_State *L, int opcode) {
+  char root[LSB_PATH_MAX], path[LSB_PATH_MAX];
+  const char *id, *p;
+  lsb_box *box;
+  meta m;
+  lsb_view *v;
+  lsb_fileop fo;
+  fop_op *f;
+  int pfd[2], rc;
+  pid_t pid;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  id = check_id(L, 2);
+  p = luaL_checkstring(L, 3);
+  lua_settop(L, 4);
+  load(L, 1, id, root, sizeof root, &box, &m, 0);   /* 5 box, 6 meta */
+  if (lsb_path_join(m.workdir, p, path, sizeof path) != 0)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "invalid", "'%s': not a usable path",
+                       p);
+  v = build_view(L, root, &m, 1);                     /* 7 */
+  lsb_box_close(box);
+  memset(&fo, 0, sizeof fo);
+  fo.op = opcode;
+  fo.path = path;
+  fo.uid = m.uid;
+  fo.gid = m.gid;
+  fo.drop = m.drop;
+  if (opcode == LSB_OP_READ) fo.max_bytes = (uint64_t)luaL_checkinteger(L, 4);
+  if (opcode == LSB_OP_WRITE) fo.data = luaL_checklstring(L, 4, &fo.len);
+  f = lua_newuserdatauv(L, sizeof *f, 0);              /* 8 */
+  memset(f, 0, sizeof *f);
+  f->fd = -1;
+  f->child.pidfd = -1;
+  f->loop = lash_runtime_loop(L);
+  f->op = opcode;
+  f->max_bytes = fo.max_bytes;
+  f->limit = opcode == LSB_OP_READ ? sizeof(lsb_reply) + fo.max_bytes + 1
+           : opcode == LSB_OP_LIST ? LIST_MAX : sizeof(lsb_reply);
+  if (luaL_newmetatable(L, FOP_MT)) {
+    lua_pushcfunction(L, fop_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  lash_wait_init(&f->w, fop_cancel);
+  if (pipe2(pfd, O_CLOEXEC) != 0)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "pipe: %s", strerror(errno));
+  pid = fork();
+  if (pid < 0) {
+    rc = errno;
+    close(pfd[0]);
+    close(pfd[1]);
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "fork: %s", strerror(rc));
+  }
+  if (pid == 0) {
+    /* the helper: the jail's credentials, then the op; no heap, no Lua */
+    close(pfd[0]);
+    signal(SIGPIPE, SIG_DFL);
+    if (fo.drop && (syscall(SYS_setgroups, 0, NULL) != 0 ||
+                    syscall(SYS_setresgid, fo.gid, fo.gid, fo.gid) != 0 ||
+                    syscall(SYS_setresuid, fo.uid, fo.uid, fo.uid) != 0))
+      _exit(126);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    umask(022);
+    _exit(lsb_fileop_child(v, &fo, pfd[1]));
+  }
+  close(pfd[1]);
+  lsb_view_close(v);
+  f->pid = pid;
+  f->running = 1;
+  f->fd = pfd[0];
+  fcntl(f->fd, F_SETFL, O_NONBLOCK);
+  if ((rc = lash_child_start(f->loop, &f->child, pid, fop_exited, f)) ||
+      (rc = lash_io_start(f->loop, &f->io, f->fd, LASH_READ, fop_read, f))) {
+    fop_teardown(f);
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot watch the file "
+                       "operation: %s", strerror(-rc));
+  }
+  return lash_wait_yield(L, &f->w, (lua_KContext)f, fop_k);
+}
+
+static int local_stat(lua_State *L) { return fileop(L, LSB_OP_STAT); }
+static int local_read_file(lua_State *L) { return fileop(L, LSB_OP_READ); }
+static int local_write_file(lua_State *L) { return fileop(L, LSB_OP_WRITE); }
+static int local_list_dir(lua_State *L) { return fileop(L, LSB_OP_LIST); }
+
+/* ---- tags, poll ------------------------------------------------------------------ */
+
+static int local_read_tags(lua_State *L) {
+  char root[LSB_PATH_MAX];
+  lsb_box *box;
+  meta m;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  load(L, 1, check_id(L, 2), root, sizeof root, &box, &m, 0);
+  if (lua_getfield(L, -1, "tags") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+  }
+  return 1;
+}
+
+static void check_tag_map(lua_State *L, int idx) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+      luaL_error(L, "tags must map strings to strings");
+    lua_pop(L, 1);
+  }
+}
+
+static void save_or_raise(lua_State *L, lsb_box *box, int metat,
+                          const char *id) {
+  int rc = meta_save(L, box, metat);
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot write the metadata of "
+                       "sandbox '%s': %s", id, strerror(-rc));
+}
+
+static int local_write_tags(lua_State *L) {
+  char root[LSB_PATH_MAX];
+  lsb_box *box;
+  meta m;
+  const char *id;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  id = check_id(L, 2);
+  check_tag_map(L, 3);
+  lua_settop(L, 3);
+  load(L, 1, id, root, sizeof root, &box, &m, 1);   /* 4 box, 5 meta */
+  lua_pushvalue(L, 3);
+  lua_setfield(L, 5, "tags");
+  save_or_raise(L, box, 5, id);
+  return 0;
+}
+
+/* Under the exclusive lock: compare the expected keys, then replace. */
+static int local_cas_tags(lua_State *L) {
+  char root[LSB_PATH_MAX];
+  lsb_box *box;
+  meta m;
+  const char *id;
+  int cur, match = 1;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  id = check_id(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  check_tag_map(L, 4);
+  lua_settop(L, 4);
+  load(L, 1, id, root, sizeof root, &box, &m, 1);   /* 5 box, 6 meta */
+  if (lua_getfield(L, 6, "tags") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+  }
+  cur = lua_gettop(L);                               /* 7 */
+  lua_pushnil(L);
+  while (match && lua_next(L, 3)) {
+    int t = lua_getfield(L, cur, lua_tostring(L, -2));
+    if (lua_isboolean(L, -2) && !lua_toboolean(L, -2))
+      match = t == LUA_TNIL;
+    else
+      match = t == LUA_TSTRING && lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+  }
+  if (!match) {
+    lua_pop(L, 1);   /* the key lua_next left */
+    lua_pushboolean(L, 0);
+    lua_pushvalue(L, cur);
+    return 2;
+  }
+  lua_pushvalue(L, 4);
+  lua_setfield(L, 6, "tags");
+  save_or_raise(L, box, 6, id);
+  lua_pushboolean(L, 1);
+  lua_pushvalue(L, 4);
+  return 2;
+}
+
+static int local_poll(lua_State *L) {
+  char root[LSB_PATH_MAX];
+  const char *id;
+  lsb_box *box;
+  meta m;
+  int rc;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  id = check_id(L, 2);
+  state_root(L, 1, root, sizeof root);
+  box = push_box(L);
+  rc = lsb_box_open(root, id, 0, box);
+  lua_createtable(L, 0, 3);
+  if (rc == -ENOENT) {
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "running");
+    lua_pushliteral(L, "gone");
+    lua_setfield(L, -2, "status");
+    return 1;
+  }
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open sandbox '%s': %s",
+                       id, strerror(-rc));
+  meta_load(L, box, id);
+  meta_parse(L, -1, id, &m);
+  lua_pop(L, 1);
+  lua_pushboolean(L, wall_now() < m.expires_at);
+  lua_setfield(L, -2, "running");
+  lua_pushstring(L, wall_now() < m.expires_at ? "running" : "expired");
+  lua_setfield(L, -2, "status");
+  lua_pushinteger(L, (lua_Integer)m.expires_at);
+  lua_setfield(L, -2, "expires_at");
+  return 1;
+}
+
+/* ---- destroy, list, gc --------------------------------------------------------- */
+
+/* Destroy id under root: kill its running commands, move it out of the
+** way atomically (so it is gone for everyone at once), remove the files.
+** Returns 1 when it existed, 0 when it was already gone. */
+static int destroy_box(lua_State *L, const char *root, const char *id) {
+  lsb_box *box = push_box(L);
+  char trash[LSB_PATH_MAX + 64], from[LSB_PATH_MAX];
+  unsigned char r[4];
+  int rc = lsb_box_open(root, id, 1, box), i;
+  if (rc == -ENOENT) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open sandbox '%s': %s",
+                       id, strerror(-rc));
+  lsb_jobs_kill(box->dirfd);
+  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) memset(r, 0, sizeof r);
+  snprintf(from, sizeof from, "%s/%s", root, id);
+  snprintf(trash, sizeof trash, "%s/.trash-%s-%02x%02x%02x%02x", root, id,
+           r[0], r[1], r[2], r[3]);
+  if (rename(from, trash) != 0) {
+    rc = errno;
+    lsb_box_close(box);
+    lua_pop(L, 1);
+    if (rc == ENOENT) return 0;
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot remove sandbox '%s': %s",
+                       id, strerror(rc));
+  }
+  lsb_box_close(box);
+  lua_pop(L, 1);
+  /* killed processes may still be writing for a moment: retry briefly, and
+  ** leave what resists to gc (the sandbox is already gone by its id) */
+  for (i = 0; i < 20; i++) {
+    if (lsb_rmtree_at(AT_FDCWD, trash) == 0) break;
+    usleep(10000);
+  }
+  return 1;
+}
+
+static int local_destroy(lua_State *L) {
+  char root[LSB_PATH_MAX];
+  const char *id;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  id = check_id(L, 2);
+  state_root(L, 1, root, sizeof root);
+  destroy_box(L, root, id);
+  return 0;
+}
+
+/* Call fn(L, root, name) for every entry of the state root (fn may raise). */
+static int local_list(lua_State *L) {
+  char root[LSB_PATH_MAX];
+  DIR *d;
+  struct dirent *e;
+  int n = 0, out;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  state_root(L, 1, root, sizeof root);
+  lua_newtable(L);
+  out = lua_gettop(L);
+  /* names first: no DIR* may be open while Lua could raise */
+  lua_newtable(L);
+  d = opendir(root);
+  if (d) {
+    int k = 0;
+    while ((e = readdir(d)) != NULL)
+      if (lsb_id_valid(e->d_name)) {
+        lua_pushstring(L, e->d_name);
+        lua_rawseti(L, -2, ++k);
+      }
+    closedir(d);
+  }
+  {
+    lua_Integer i, k = (lua_Integer)lua_rawlen(L, -1);
+    int names = lua_gettop(L);
+    for (i = 1; i <= k; i++) {
+      const char *id;
+      lsb_box *box;
+      meta m;
+      int top = lua_gettop(L);
+      lua_rawgeti(L, names, i);
+      id = lua_tostring(L, -1);
+      box = push_box(L);
+      if (lsb_box_open(root, id, 0, box) != 0) {
+        lua_settop(L, top);
+        continue;
+      }
+      meta_load(L, box, id);
+      meta_parse(L, -1, id, &m);
+      lua_createtable(L, 0, 6);
+      lua_pushstring(L, id);
+      lua_setfield(L, -2, "id");
+      lua_pushinteger(L, (lua_Integer)m.expires_at);
+      lua_setfield(L, -2, "expires_at");
+      lua_pushstring(L, wall_now() < m.expires_at ? "running" : "expired");
+      lua_setfield(L, -2, "status");
+      lua_pushstring(L, m.workdir);
+      lua_setfield(L, -2, "workdir");
+      lua_pushstring(L, m.isolation_none ? "none" : "bwrap");
+      lua_setfield(L, -2, "isolation");
+      lua_getfield(L, -2, "tags");
+      lua_setfield(L, -2, "tags");
+      lua_getfield(L, -2, "created_at");
+      lua_setfield(L, -2, "created_at");
+      lua_rawseti(L, out, ++n);
+      lua_settop(L, top);
+    }
+  }
+  lua_settop(L, out);
+  return 1;
+}
+
+static int local_gc(lua_State *L) {
+  char root[LSB_PATH_MAX], path[2 * LSB_PATH_MAX];
+  DIR *d;
+  struct dirent *e;
+  int out, names, n = 0;
+  lua_Integer i, k = 0;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  state_root(L, 1, root, sizeof root);
+  lua_newtable(L);
+  out = lua_gettop(L);
+  lua_newtable(L);
+  names = lua_gettop(L);
+  d = opendir(root);
+  if (d) {
+    while ((e = readdir(d)) != NULL) {
+      if (strncmp(e->d_name, ".trash-", 7) == 0 || lsb_id_valid(e->d_name)) {
+        lua_pushstring(L, e->d_name);
+        lua_rawseti(L, names, (int)++k);
+      }
+    }
+    closedir(d);
+  }
+  for (i = 1; i <= k; i++) {
+    const char *name;
+    int top = lua_gettop(L), rc;
+    lsb_box *box;
+    lua_rawgeti(L, names, i);
+    name = lua_tostring(L, -1);
+    snprintf(path, sizeof path, "%s/%s", root, name);
+    if (name[0] == '.') {          /* a destroy that left files behind */
+      lsb_rmtree_at(AT_FDCWD, path);
+      lua_settop(L, top);
+      continue;
+    }
+    box = push_box(L);
+    rc = lsb_box_open(root, name, 0, box);
+    if (rc == -ENOENT) {
+      /* no metadata: a create that crashed half way; give it an hour */
+      struct stat st;
+      lsb_box_close(box);
+      if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+          wall_now() - (double)st.st_mtime > 3600) {
+        char mp[2 * LSB_PATH_MAX + 16];
+        snprintf(mp, sizeof mp, "%s/meta.json", path);
+        if (access(mp, F_OK) != 0 && lsb_rmtree_at(AT_FDCWD, path) == 0) {
+          lua_pushstring(L, name);
+          lua_rawseti(L, out, ++n);
+        }
+      }
+      lua_settop(L, top);
+      continue;
+    }
+    if (rc == 0) {
+      meta m;
+      meta_load(L, box, name);
+      meta_parse(L, -1, name, &m);
+      lsb_box_close(box);
+      if (wall_now() >= m.expires_at && destroy_box(L, root, name)) {
+        lua_pushstring(L, name);
+        lua_rawseti(L, out, ++n);
+      }
+    }
+    lua_settop(L, top);
+  }
+  lua_settop(L, out);
+  return 1;
+}
+
+const lash_sandbox_backend lash_sandbox_backend_local = {
+  "local",
+  create_options,
+  config_options,
+  "/workspace",
+  local_create,
+  local_exec,
+  local_stat,
+  local_read_file,
+  local_write_file,
+  local_list_dir,
+  local_read_tags,
+  local_write_tags,
+  local_poll,
+  local_destroy,
+  local_cas_tags,
+  local_list,
+  local_gc,
+  local_probe,
+};
