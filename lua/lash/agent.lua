@@ -690,7 +690,8 @@ local function body(run)
     local max_steps = run.limits.max_steps
     if max_steps and run.usage.requests >= max_steps then
       error(limit_error("max_steps", max_steps, run.usage.requests,
-        string.format("%d model requests made without a final answer", run.usage.requests)), 0)
+        string.format("%d model request%s made without a final answer", run.usage.requests,
+                      run.usage.requests == 1 and "" or "s")), 0)
     end
     run.info.step = run.info.step + 1
     local step = run.info.step

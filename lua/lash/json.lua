@@ -74,12 +74,16 @@ end
 function M.encode(v)
   if type(v) == "table" and has_empty_array(v, 0) then
     local s = codec.encode(substitute(v))
-    return (s:gsub(SENTINEL_JSON:gsub("%p", "%%%0"), "[]"))
+    s = s:gsub(SENTINEL_JSON:gsub("%p", "%%%0"), "[]")
+    return (s:gsub("\\/", "/"))
   end
   if v == nil then return "null" end
-  return codec.encode(v)
+  return (codec.encode(v):gsub("\\/", "/"))
 end
 
+-- cjson escapes "/" as "\/"; both encoders undo that (a "\/" in cjson's
+-- output is always that escape: a literal backslash is written "\\").
+--
 -- Canonical encoding: object keys sorted, so equal values give equal
 -- bytes in every process (Lua's hash order is seeded per state). Provider
 -- prompt caches match on exact prefixes, so request bodies use this.
@@ -147,7 +151,7 @@ end
 function M.encode_canonical(v)
   local out = {}
   local n = canon(v, out, 0, 0)
-  return concat(out, "", 1, n)
+  return (concat(out, "", 1, n):gsub("\\/", "/"))
 end
 
 --- Like `encode` but returns nil, message instead of raising.

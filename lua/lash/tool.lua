@@ -180,9 +180,9 @@ function M.content(v)
   if tv == "table" then
     local mt = getmetatable(v)
     if mt and mt.__tostring and mt ~= json.array_mt then return tostring(v) end
-    local s, err = json.try_encode(v)
-    if s then return s end
-    error("tool returned a table that cannot be encoded as JSON: " .. err, 0)
+    local ok, s = pcall(json.encode_canonical, v)
+    if ok then return s end
+    error("tool returned a table that cannot be encoded as JSON: " .. tostring(s), 0)
   end
   return tostring(v)
 end

@@ -151,7 +151,7 @@ local function respond(self, req)
       end
     end
     ::done::
-    text = any and json.encode(results) or "success (no tool calls)"
+    text = any and json.encode_canonical(results) or "success (no tool calls)"
   end
   return { parts = { { type = "text", text = text } }, finish = "stop" }
 end

@@ -1,0 +1,246 @@
+--- The terminal printer for run events (`lash run`): text as it streams,
+-- each tool call and a short result, retries, an elapsed-time spinner
+-- while waiting on the model or a slow tool (TTY only), and a final usage
+-- line. Colour only on a TTY and never when NO_COLOR is set. With `json`,
+-- every event is printed as one JSON line instead.
+-- @module lash.render
+local json = require "lash.json"
+
+local M = {}
+
+local Printer = {}
+Printer.__index = Printer
+
+local function lash()
+  return require "lash"
+end
+
+--- Is file descriptor `fd` a terminal? (asks `test -t`, which inherits our
+-- descriptors; Lua has no isatty)
+function M.is_tty(fd)
+  local ok = os.execute("test -t " .. tostring(fd or 1) .. " 2>/dev/null")
+  return ok == true
+end
+
+--- Should output be coloured? Only on a TTY, never with NO_COLOR set.
+function M.use_color(tty)
+  local nc = os.getenv("NO_COLOR")
+  return tty and (nc == nil or nc == "")
+end
+
+local CODES = { dim = "2", bold = "1", red = "31", green = "32", yellow = "33", cyan = "36", magenta = "35" }
+
+local SPIN = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" }
+
+--- Make a printer.
+-- @tparam table opts `write(s)` (default: io.stdout), `tty` (draw the
+--   spinner; default: stdout is a TTY), `color` (default: tty and no
+--   NO_COLOR), `json` (JSON lines), `width` (result preview, default 100)
+function M.new(opts)
+  opts = opts or {}
+  local write = opts.write or function(s) io.stdout:write(s) io.stdout:flush() end
+  local tty = opts.tty
+  if tty == nil then tty = M.is_tty(1) end
+  local color = opts.color
+  if color == nil then color = M.use_color(tty) end
+  return setmetatable({ write = write, tty = tty, color = color, json = opts.json, width = opts.width or 100,
+                        at_line_start = true, spin_label = nil, spin_line = false, started = nil }, Printer)
+end
+
+function Printer:paint(style, s)
+  if not self.color then return s end
+  return "\27[" .. CODES[style] .. "m" .. s .. "\27[0m"
+end
+
+-- Erase the spinner line before printing anything else.
+function Printer:clear_spin()
+  if self.spin_line then
+    self.write("\r\27[2K")
+    self.spin_line = false
+  end
+end
+
+function Printer:line(s)
+  self:clear_spin()
+  if not self.at_line_start then self.write("\n") end
+  self.write(s .. "\n")
+  self.at_line_start = true
+end
+
+function Printer:text(s)
+  self:clear_spin()
+  self.write(s)
+  self.at_line_start = s:sub(-1) == "\n"
+end
+
+-- The spinner: a task redrawing "⠋ label 1.2s" every 100 ms while waiting.
+function Printer:spin(label)
+  self.spin_label = label
+  self.spin_since = lash().now()
+  if not self.tty or self.spinner then return end
+  local L = lash()
+  self.spinner = L.spawn(function()
+    local i = 0
+    while true do
+      L.sleep(0.1)
+      if self.spin_label and self.at_line_start then
+        i = i % #SPIN + 1
+        local secs = L.now() - self.spin_since
+        self.write("\r\27[2K" .. self:paint("cyan", SPIN[i]) .. " "
+          .. self:paint("dim", string.format("%s %.1fs", self.spin_label, secs)))
+        self.spin_line = true
+      end
+    end
+  end)
+end
+
+function Printer:unspin()
+  self.spin_label = nil
+  self:clear_spin()
+end
+
+--- Stop the spinner task (call when the run is over).
+function Printer:close()
+  self:unspin()
+  if self.spinner then
+    self.spinner:cancel()
+    self.spinner:wait()
+    self.spinner = nil
+  end
+  if not self.json and not self.at_line_start then self.write("\n") self.at_line_start = true end
+end
+
+local function one_line(s, width)
+  s = tostring(s or "")
+  local first, rest = s:match("^([^\n]*)\n?(.*)$")
+  local extra = 0
+  if rest and rest ~= "" then
+    local _, n = rest:gsub("\n", "")
+    extra = n + (rest:sub(-1) == "\n" and 0 or 1)
+  end
+  if #first > width then
+    local cut = width
+    -- do not cut a UTF-8 sequence in half
+    while cut > 0 and first:byte(cut + 1) and first:byte(cut + 1) >= 0x80 and first:byte(cut + 1) < 0xC0 do
+      cut = cut - 1
+    end
+    first = first:sub(1, cut) .. "…"
+  end
+  if extra > 0 then first = first .. string.format(" (+%d line%s)", extra, extra == 1 and "" or "s") end
+  return first
+end
+M.one_line = one_line
+
+local function args_text(args)
+  if type(args) == "string" then return args end
+  local s = json.try_encode(args or {})
+  return s or "?"
+end
+
+local function thousands(n)
+  local s = string.format("%d", n)
+  local out = s:reverse():gsub("(%d%d%d)", "%1,"):reverse()
+  return (out:gsub("^,", ""))
+end
+
+--- The final usage line, e.g. "2 requests · 1,234 tokens in (1,000 cached) · 56 out · 1 tool call · 1.2s".
+function M.usage_line(u, elapsed)
+  local parts = { string.format("%d request%s", u.requests, u.requests == 1 and "" or "s") }
+  local cached = ""
+  if (u.cache_read_tokens or 0) > 0 or (u.cache_write_tokens or 0) > 0 then
+    cached = string.format(" (%s cached, %s written)", thousands(u.cache_read_tokens or 0),
+                           thousands(u.cache_write_tokens or 0))
+  end
+  parts[#parts + 1] = thousands(u.input_tokens) .. " tokens in" .. cached
+  parts[#parts + 1] = thousands(u.output_tokens) .. " out"
+  parts[#parts + 1] = string.format("%d tool call%s", u.tool_calls, u.tool_calls == 1 and "" or "s")
+  if elapsed then parts[#parts + 1] = string.format("%.1fs", elapsed) end
+  return table.concat(parts, " · ")
+end
+
+local handlers = {}
+
+function handlers.run_start(self, ev)
+  self.started = lash().now()
+  self:line(self:paint("dim", "● " .. tostring(ev.agent) .. " · " .. tostring(ev.model)))
+end
+
+function handlers.model_request(self)
+  self.streamed = false
+  self:spin("thinking")
+end
+
+function handlers.text_delta(self, ev)
+  self.spin_label = nil
+  self.streamed = true
+  self:text(ev.text)
+end
+
+function handlers.tool_call(self, ev)
+  self:unspin()
+  self:line(self:paint("cyan", "▸ " .. ev.name) .. " " .. self:paint("dim", one_line(args_text(ev.args), self.width)))
+  self:spin("running " .. ev.name)
+end
+
+function handlers.approval_request(self, ev)
+  self:unspin()
+  self:line(self:paint("yellow", "? " .. ev.name .. " needs approval"))
+end
+
+function handlers.tool_result(self, ev)
+  self:unspin()
+  local mark = ev.status == "ok" and self:paint("green", "  ✓ ")
+    or (ev.status == "denied" and self:paint("yellow", "  ✗ ") or self:paint("yellow", "  ↻ "))
+  local content = ev.content or ""
+  if ev.status == "retry" then
+    content = content:gsub("\n\nFix the errors and try again%.$", ""):gsub(":\n%- ", ": "):gsub("\n%- ", "; ")
+  end
+  self:line(mark .. self:paint("dim", one_line(content, self.width)))
+end
+
+function handlers.retry(self, ev)
+  self:unspin()
+  if ev.kind == "model" then
+    self:line(self:paint("yellow", string.format("↻ model request failed (%s), retry %d in %.1fs: ",
+      ev.status and ("HTTP " .. ev.status) or tostring(ev.reason), ev.attempt, ev.delay or 0))
+      .. self:paint("dim", one_line(ev.message, self.width)))
+  end
+end
+
+function handlers.run_end(self, ev)
+  self:unspin()
+  if ev.output and ev.output ~= "" and not self.streamed then
+    -- not streamed: the answer arrives whole
+    self:text(ev.output)
+  end
+  local elapsed = self.started and (lash().now() - self.started) or nil
+  if ev.stop_reason == "approval_required" then
+    self:line(self:paint("yellow", "■ stopped: tool calls need approval"))
+    for _, p in ipairs(ev.pending or {}) do
+      self:line(self:paint("yellow", "  " .. p.id .. " " .. p.name .. " ") .. one_line(args_text(p.args), self.width))
+    end
+  elseif ev.stop_reason == "max_tokens" then
+    self:line(self:paint("yellow", "■ the answer hit the output token limit"))
+  elseif ev.error then
+    self:line(self:paint("red", "✗ " .. (ev.stop_reason == "cancelled" and "cancelled" or "failed")))
+  end
+  if ev.usage then self:line(self:paint("dim", "── " .. M.usage_line(ev.usage, elapsed))) end
+end
+
+--- Print one event.
+function Printer:event(ev)
+  if self.json then
+    local s = json.try_encode(ev) or json.encode { type = ev.type, error = "event could not be encoded" }
+    self.write(s .. "\n")
+    return
+  end
+  local h = handlers[ev.type]
+  if h then h(self, ev) end
+end
+
+--- An `on_event` function for this printer.
+function Printer:handler()
+  return function(ev) self:event(ev) end
+end
+
+return M

@@ -1,0 +1,145 @@
+-- `lash run`: spec loading, terminal and JSON output, options, exit codes.
+local json = require "lash.json"
+local cli = require "helpers.lash_cli"
+local fake = require "helpers.fake_server"
+
+local function lines(s)
+  local out = {}
+  for l in s:gmatch("[^\n]+") do out[#out + 1] = l end
+  return out
+end
+
+describe("lash run", function()
+  it("runs the offline example: tool calls, their results, the answer and a usage line", function()
+    local out, err, code = cli.run { "run", "examples/hello_tools.lua", "What is 72F in Celsius?" }
+    assert.equal(0, code, err)
+    assert.equal("", err)
+    assert.is_nil(out:find("\27", 1, true), "no escape codes when stdout is not a terminal")
+    assert.same({
+      "● hello_tools · function",
+      "I'll convert the temperature and count the words.",
+      "▸ calculate {\"expr\":\"(72 - 32) * 5 / 9\"}",
+      "  ↻ 2 validation errors: missing required property 'expression'; unexpected property 'expr'",
+      "Right, the argument is called expression.",
+      "▸ calculate {\"expression\":\"(72 - 32) * 5 / 9\"}",
+      "▸ word_stats {\"text\":\"The quick brown fox jumps over the lazy dog\"}",
+      "  ✓ 22.22",
+      "  ✓ {\"distinct_words\":8,\"letters\":35,\"longest\":\"quick\",\"words\":9}",
+      "72°F is 22.22°C. The pangram \"The quick brown fox jumps over the lazy dog\" has 9 words (8 distinct), "
+        .. "35 letters, and its longest word is \"quick\".",
+    }, { table.unpack(lines(out), 1, 10) })
+    assert.matches("^── 3 requests · %d+ tokens in · %d+ out · 2 tool calls · %d+%.%ds$", lines(out)[11])
+  end)
+
+  it("prints every event as a JSON line with --json", function()
+    local out, err, code = cli.run { "run", "examples/test_model.lua", "hi", "--json" }
+    assert.equal(0, code, err)
+    local types = {}
+    for i, l in ipairs(lines(out)) do
+      local ev = json.decode(l)
+      types[i] = ev.type
+    end
+    assert.same({ "run_start", "model_request", "usage", "tool_call", "tool_call", "tool_result", "tool_result",
+                  "model_request", "text_delta", "text_delta", "usage", "run_end" }, types)
+    local last = json.decode(lines(out)[#lines(out)])
+    assert.equal('{"greet":"hello, a","pick":"red"}', last.output)
+  end)
+
+  it("overrides the model with --model", function()
+    local out, err, code = cli.run { "run", "examples/test_model.lua", "hi", "--model", "test", "--no-stream" }
+    assert.equal(0, code, err)
+    assert.matches('{"greet":"hello, a","pick":"red"}', out, 1, true)
+  end)
+
+  it("exits 1 with the limit named when --max-steps is reached", function()
+    local out, err, code = cli.run { "run", "examples/hello_tools.lua", "x", "--max-steps", "1" }
+    assert.equal(1, code)
+    assert.equal("lash run: limit: max_steps limit of 1 reached: 1 model request made without a final answer\n", err)
+  end)
+
+  it("reads the prompt from standard input", function()
+    local seen = cli.spec [[return { model = function(m) return "you said: " .. m[1].parts[1].text end }]]
+    local out, err, code = cli.run({ "run", seen }, nil, "hello from stdin\n")
+    os.remove(seen)
+    assert.equal(0, code, err)
+    assert.matches("you said: hello from stdin\n", out, 1, true)
+  end)
+
+  it("passes --deps to templates", function()
+    local spec = cli.spec [[return lash.agent { instructions = "user={{ deps.user }}",
+      model = function(_, info) return info.instructions end }]]
+    local out, err, code = cli.run { "run", spec, "x", "--deps", '{"user": "ada"}' }
+    os.remove(spec)
+    assert.equal(0, code, err)
+    assert.matches("user=ada", out, 1, true)
+  end)
+
+  it("stops for approval without a terminal, and --yes allows", function()
+    local spec = cli.spec [[return lash.agent {
+      tools = { { name = "rm", requires_approval = true, handler = function() return "removed" end } },
+      model = function(m) if #m == 1 then return { tool_calls = { { name = "rm", id = "c1" } } } end
+                          return m[#m].parts[1].content end }]]
+    local out, err, code = cli.run { "run", spec, "x" }
+    assert.equal(1, code)
+    assert.equal("lash run: stopped: 1 tool call(s) need approval (run with --yes to allow them)\n", err)
+    assert.matches("c1 rm", out, 1, true)
+    out, err, code = cli.run { "run", spec, "x", "--yes" }
+    os.remove(spec)
+    assert.equal(0, code, err)
+    assert.matches("removed\n", out, 1, true)
+  end)
+
+  it("prints a tool's traceback when it fails", function()
+    local spec = cli.spec [[return lash.agent {
+      tools = { { name = "boom", handler = function() error("kaput") end } },
+      model = function() return { tool_calls = { { name = "boom" } } } end }]]
+    local _, err, code = cli.run { "run", spec, "x" }
+    os.remove(spec)
+    assert.equal(1, code)
+    assert.matches("^lash run: tool: Tool 'boom' failed: .*kaput", err)
+    assert.matches("stack traceback", err, 1, true)
+  end)
+
+  it("reports a spec that does not load", function()
+    local _, err, code = cli.run { "run", "examples/nope.lua", "x" }
+    assert.equal(1, code)
+    assert.matches("^lash run: cannot load the spec: cannot open examples/nope.lua", err)
+    local bad = cli.spec [[return lash.agent { modle = "test" }]]
+    _, err, code = cli.run { "run", bad, "x" }
+    os.remove(bad)
+    assert.equal(1, code)
+    assert.matches("unknown field 'modle'", err, 1, true)
+  end)
+
+  it("exits 2 on usage errors", function()
+    local _, err, code = cli.run { "run" }
+    assert.equal(2, code)
+    assert.matches("missing the agent spec", err, 1, true)
+    _, err, code = cli.run { "run", "examples/test_model.lua", "x", "--bogus" }
+    assert.equal(2, code)
+    assert.matches("unknown option '--bogus'", err, 1, true)
+    _, err, code = cli.run { "run", "examples/test_model.lua", "x", "--max-steps", "zero" }
+    assert.equal(2, code)
+  end)
+
+  it("explains a missing API key", function()
+    local _, err, code = cli.run({ "run", "examples/test_model.lua", "x", "--model", "anthropic:claude-sonnet-4-6" },
+                                 "ANTHROPIC_API_KEY=")
+    assert.equal(1, code)
+    assert.equal("lash run: config: ANTHROPIC_API_KEY is not set: export it (or pass api_key = ... in the model "
+      .. "options) to use anthropic:claude-sonnet-4-6\n", err)
+  end)
+
+  local it_fake = fake.available() and it or pending
+  it_fake("talks to a provider named by ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY", function()
+    local srv = fake.start("anthropic", 60)
+    srv:script("text_stream")
+    local out, err, code = cli.run({ "run", "examples/test_model.lua", "hi", "--model", "anthropic:claude-sonnet-4-6" },
+      "ANTHROPIC_API_KEY=k ANTHROPIC_BASE_URL=" .. srv.base)
+    local reqs = srv:requests()
+    srv:stop()
+    assert.equal(0, code, err)
+    assert.matches("Hello! How can I help you today?\n", out, 1, true)
+    assert.equal("k", reqs[1].headers["x-api-key"])
+  end)
+end)
