@@ -17,7 +17,8 @@ WARN      := -Wall -Wextra -Wshadow -Wundef -Wwrite-strings \
              -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 OPT       ?= -O2 -g
 SAN       ?=
-CFLAGS    += -std=gnu11 $(OPT) $(WARN) $(SAN) -fPIC -D_GNU_SOURCE \
+# XCFLAGS is ours; CFLAGS is the caller's (LuaRocks passes its own).
+XCFLAGS   := -std=gnu11 $(OPT) $(WARN) $(SAN) -fPIC -D_GNU_SOURCE \
              -DLASH_VERSION='"$(VERSION)"' -DLASH_PREFIX='"$(PREFIX)"' -DLASH_SRCDIR='"$(CURDIR)"' \
              $(PKG_CFLAGS) -Isrc
 LDLIBS    += $(PKG_LIBS) -lm -ldl
@@ -29,13 +30,13 @@ TEST_SRC  := $(wildcard tests/unit/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard src/*.h) tests/unit/t.h
 
-.PHONY: all test check deps clean install examples bench fuzz unit specs integration rock-test
+.PHONY: all test check deps clean install examples bench fuzz unit specs integration rock rock-install
 
 all: $(BUILD)/bin/lash $(BUILD)/liblash.a $(BUILD)/liblash.so $(BUILD)/lash/core.so $(BUILD)/lash.pc $(TEST_BIN)
 
 $(BUILD)/obj/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/liblash.a: $(LIB_OBJ)
 	@rm -f $@
@@ -56,7 +57,7 @@ $(BUILD)/bin/lash: $(BUILD)/obj/main.o $(BUILD)/liblash.a
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash.a $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< -Wl,--whole-archive $(BUILD)/liblash.a -Wl,--no-whole-archive $(LDLIBS) $(LDFLAGS)
+	$(CC) $(XCFLAGS) $(CFLAGS) -Itests/unit -o $@ $< -Wl,--whole-archive $(BUILD)/liblash.a -Wl,--no-whole-archive $(LDLIBS) $(LDFLAGS)
 
 $(BUILD)/lash.pc: Makefile
 	@mkdir -p $(dir $@)
@@ -90,8 +91,16 @@ bench: all
 fuzz:
 	@bash fuzz/run.sh
 
-rock-test: all
-	@bash tests/rockspec_test.sh
+# LuaRocks (rockspec/lash-scm-1.rockspec) builds only the module and hands
+# us its install directories.
+LUA_INCDIR ?=
+rock:
+	$(MAKE) BUILD=$(BUILD) $(if $(LUA_INCDIR),PKG_CFLAGS='-I$(LUA_INCDIR) $(shell pkg-config --cflags libcurl)') $(BUILD)/lash/core.so
+
+rock-install:
+	install -d $(INST_LIBDIR)/lash $(INST_LUADIR)/lash
+	install -m755 $(BUILD)/lash/core.so $(INST_LIBDIR)/lash/core.so
+	cd lua && find lash -name '*.lua' -exec install -D -m644 {} $(INST_LUADIR)/{} \;
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
@@ -105,4 +114,4 @@ install: all
 	cd lua && find lash -name '*.lua' -exec install -D -m644 {} $(DESTDIR)$(PREFIX)/share/lash/lua/{} \;
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-rock
