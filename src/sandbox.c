@@ -1606,6 +1606,18 @@ static int m_tbc(lua_State *L) {
   return start_close(L, tbc_k);
 }
 
+/*** Stop owning the sandbox: close() will leave it, and its own lifetime
+** ends it. For a sandbox that must outlive this process (the CLI's
+** create). Returns the id.
+** @function sandbox:detach */
+static int m_detach(lua_State *L) {
+  sbobj *o = check_open(L, 1);
+  o->owns = 0;
+  o->mode = MODE_ATTACHED;
+  sb_field(L, 1, "id");
+  return 1;
+}
+
 static int m_tostring(lua_State *L) {
   sbobj *o = check_sb(L, 1);
   sb_field(L, 1, "id");
@@ -1621,7 +1633,8 @@ static const luaL_Reg methods[] = {
   {"write_file", m_write_file}, {"list_dir", m_list_dir},
   {"read_tags", m_read_tags}, {"write_tags", m_write_tags},
   {"poll", m_poll}, {"destroy", m_destroy}, {"attach", m_attach},
-  {"release", m_release}, {"close", m_close}, {NULL, NULL}
+  {"release", m_release}, {"close", m_close}, {"detach", m_detach},
+  {NULL, NULL}
 };
 
 static int m_index(lua_State *L) {

@@ -197,8 +197,10 @@ int lsb_jail_argv(const lsb_jail *j, const char *const *argv, lsb_argv *out) {
       lsb_argv_add(out, eq + 1);
     }
   }
-  lsb_argv_add(out, "--");
-  for (i = 0; argv[i]; i++) lsb_argv_add(out, argv[i]);
+  if (argv) {
+    lsb_argv_add(out, "--");
+    for (i = 0; argv[i]; i++) lsb_argv_add(out, argv[i]);
+  }
   return out->oom ? -ENOMEM : 0;
 }
 
@@ -311,9 +313,13 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
   if (in < 0 || outw < 0 || errw < 0 || dup2(in, 0) < 0 || dup2(outw, 1) < 0 ||
       dup2(errw, 2) < 0)
     child_fail(st, 1);
+  if (o->pass_fd > 0) {
+    int pf = fcntl(o->pass_fd, F_DUPFD, 10);
+    if (pf < 0 || dup2(pf, 4) < 0) child_fail(st, 1);
+  }
   if (dup3(st, 3, O_CLOEXEC) < 0) child_fail(st, 1);
   st = 3;
-  close_from(4);
+  close_from(o->pass_fd > 0 ? 5 : 4);
   /* the loop's signal state is not the command's */
   for (sig = 1; sig < NSIG; sig++)
     if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);

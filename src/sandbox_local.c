@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -227,7 +228,9 @@ static void meta_parse(lua_State *L, int t, const char *id, meta *m) {
     mstr(L, t, "network", net, sizeof net);
     m->network = strcmp(net, "on") == 0;
   }
-  m->disable_userns = mnum(L, t, "disable_userns", 0) != 0;
+  lua_getfield(L, t, "disable_userns");
+  m->disable_userns = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   m->uid = (uid_t)mnum(L, t, "uid", (double)getuid());
   m->gid = (gid_t)mnum(L, t, "gid", (double)getgid());
   m->drop = geteuid() == 0 && m->uid != 0;
@@ -917,6 +920,35 @@ static int exec_env(lua_State *L, int metat, int opts, const char *home) {
   return t;
 }
 
+/* The arguments after argv[0], NUL-separated, in a sealed-size memfd read
+** from the start. Returns 0 or -errno. */
+static int args_memfd(const lsb_argv *a, int *fd) {
+  size_t i;
+  int f = memfd_create("lash-bwrap-args", MFD_CLOEXEC);
+  if (f < 0) return -errno;
+  for (i = 1; i < a->n; i++) {
+    const char *s = a->v[i];
+    size_t len = strlen(s) + 1, off = 0;
+    while (off < len) {
+      ssize_t w = write(f, s + off, len - off);
+      if (w < 0) {
+        int e = errno;
+        if (e == EINTR) continue;
+        close(f);
+        return -e;
+      }
+      off += (size_t)w;
+    }
+  }
+  if (lseek(f, 0, SEEK_SET) != 0) {
+    int e = errno;
+    close(f);
+    return -e;
+  }
+  *fd = f;
+  return 0;
+}
+
 /* "K=V" strings of the env table at t, in an lsb_argv. */
 static void env_strings(lua_State *L, int t, lsb_argv *out) {
   lua_pushnil(L);
@@ -984,6 +1016,7 @@ static int local_exec(lua_State *L) {
   exec_op *op;
   lsb_view *v = NULL;
   char *empty[] = {NULL};   /* bwrap's own environment */
+  int argsfd = -1;
   luaL_checktype(L, 1, LUA_TTABLE);
   id = check_id(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
@@ -1077,14 +1110,26 @@ static int local_exec(lua_State *L) {
     j.network = m.network;
     j.disable_userns = m.disable_userns;
     j.env = (const char *const *)envs.v;
-    rc = lsb_jail_argv(&j, (const char *const *)argv.v, &jargv);
+    rc = lsb_jail_argv(&j, NULL, &jargv);
+    stage = "argv";
+    if (!rc && (argv.oom || envs.oom)) rc = -ENOMEM;
+    /* the jail's options go through a memfd (--args), so neither the
+    ** host's ps nor the jail's /proc/1/cmdline shows host paths */
+    if (!rc) rc = args_memfd(&jargv, &argsfd);
+    lsb_argv_free(&jargv);
+    lsb_argv_add(&jargv, m.bwrap);
+    lsb_argv_add(&jargv, "--args");
+    lsb_argv_add(&jargv, "4");
+    lsb_argv_add(&jargv, "--");
+    for (i = 0; (size_t)i < argv.n; i++) lsb_argv_add(&jargv, argv.v[i]);
+    if (!rc && jargv.oom) rc = -ENOMEM;
     so.path = m.bwrap;
     so.argv = jargv.v;
     so.envp = empty;
-    stage = "argv";
-    if (!rc && (argv.oom || envs.oom)) rc = -ENOMEM;
+    so.pass_fd = argsfd;
   }
   if (!rc) rc = lsb_spawn_child(&so, &sp, &stage);
+  if (argsfd >= 0) close(argsfd);
   lsb_argv_free(&argv);
   lsb_argv_free(&envs);
   lsb_argv_free(&jargv);

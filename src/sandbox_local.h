@@ -255,8 +255,9 @@ typedef struct lsb_jail {
   const char *const *env;     /* "K=V" strings, NULL-terminated */
 } lsb_jail;
 
-/* The bwrap command line for one command (argv is appended after "--").
-** Returns 0, or -ENOMEM. */
+/* The bwrap command line for one command: argv[0] is the bwrap binary,
+** then the options; when argv is non-NULL, "--" and argv follow. Returns 0,
+** or -ENOMEM. */
 int lsb_jail_argv(const lsb_jail *j, const char *const *argv, lsb_argv *out);
 
 /* A spawned child and the parent's ends of its pipes. */
@@ -278,6 +279,7 @@ typedef struct lsb_spawn_opts {
   uid_t uid; gid_t gid;
   int new_session;             /* setsid(): its own process group */
   int want_stdin;
+  int pass_fd;                 /* > 0: handed to the child as fd 4 */
   int outputs;                 /* 0: none (stdout/stderr to /dev/null),
                                ** 2: stdout and stderr pipes */
 } lsb_spawn_opts;

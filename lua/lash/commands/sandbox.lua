@@ -1,0 +1,336 @@
+--- `lash sandbox ...`: sandboxes from the shell, for orchestrators (Airflow,
+-- cron, CI) that split work into steps: create one and stage input, let
+-- agent runs work in it, read the result out, destroy it.
+-- @module lash.commands.sandbox
+
+local M = {
+  summary = "create, use, inspect and destroy sandboxes",
+}
+
+local EXIT = {
+  ok = 0,
+  sandbox = 1,      -- a recoverable sandbox error: missing file, too large, ...
+  usage = 2,
+  unavailable = 3,  -- gone, expired, or no isolation available
+  auth = 4,
+  refused = 5,      -- attach refused: wrong owner, held by another holder
+  timed_out = 124,  -- exec: the command hit its deadline
+  exec_failed = 125 -- exec: lash could not run the command (any kind)
+}
+
+M.usage = [[
+usage: lash sandbox <subcommand> [options]
+
+  create [--owner O] [--timeout S] [--network off|on] [--tag k=v]...
+         [--env K=V]... [--workdir DIR] [--rootfs DIR] [--isolation bwrap|none]
+         [--limit name=N]...          create a sandbox, print its id
+  exec ID [--timeout S] [--max-output-bytes N] [--cwd DIR] [--env K=V]...
+          [--stdin] -- CMD [ARGS...]  run a command; its stdout and stderr are
+                                      printed (tails kept) and its exit code
+                                      becomes lash's
+  read ID PATH [--max-bytes N]        print a file
+  write ID PATH < DATA                write a file from standard input
+  ls ID [PATH]                        list a directory (directories end in /)
+  stat ID PATH                        kind, size, mode and mtime of a path
+  tags ID [--json]                    print the tags (k=v lines, sorted)
+  attach ID --owner O [--holder H]    claim the sandbox (holder defaults to O)
+  release ID --holder H               clear holder's claim
+  destroy ID                          destroy it (a sandbox already gone is fine)
+  list [--json]                       the sandboxes under the state root
+  gc                                  remove expired sandboxes, print their ids
+
+common options: --backend local|modal (default local), --state-root DIR
+(local; default $LASH_SANDBOX_ROOT, /var/lib/lash/sandboxes as root, else
+$XDG_STATE_HOME/lash/sandboxes)
+
+exit codes: 0 success; 1 sandbox error (missing file, too large, a command
+that cannot start); 2 usage; 3 unavailable (gone, expired, no isolation);
+4 auth (credentials refused); 5 refused (attach: wrong owner, held).
+exec exits with the command's own code, 124 when it timed out, and 125 when
+lash could not run it (the reason on stderr).]]
+
+local function usage(cli, msg)
+  cli.usage_error(msg)
+end
+
+--- Parse args: flags listed in spec (name -> "value" | "list" | "flag"),
+-- positional words, and everything after "--" (when allowed).
+local function parse(cli, args, spec, allow_rest)
+  local opts, pos, rest = {}, {}, nil
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "--" then
+      if not allow_rest then usage(cli, "unexpected '--'") end
+      rest = table.move(args, i + 1, #args, 1, {})
+      break
+    end
+    local name, inline = a:match("^%-%-([%w%-]+)=(.*)$")
+    if not name then name = a:match("^%-%-([%w%-]+)$") end
+    if name then
+      local kind = spec[name]
+      if not kind then usage(cli, "unknown option --" .. name) end
+      if kind == "flag" then
+        if inline then usage(cli, "--" .. name .. " takes no value") end
+        opts[name] = true
+      else
+        local v = inline
+        if not v then
+          i = i + 1
+          v = args[i]
+          if v == nil then usage(cli, "--" .. name .. " needs a value") end
+        end
+        if kind == "list" then
+          opts[name] = opts[name] or {}
+          table.insert(opts[name], v)
+        else
+          opts[name] = v
+        end
+      end
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  return opts, pos, rest
+end
+
+local COMMON = { backend = "value", ["state-root"] = "value" }
+
+local function with_common(spec)
+  for k, v in pairs(COMMON) do spec[k] = v end
+  return spec
+end
+
+local function backend_opts(opts)
+  local t = { backend = opts.backend }
+  if opts["state-root"] then t.state_root = opts["state-root"] end
+  return t
+end
+
+local function pairs_list(cli, list, what)
+  local t = {}
+  for _, kv in ipairs(list or {}) do
+    local k, v = kv:match("^([^=]+)=(.*)$")
+    if not k then usage(cli, what .. " must look like key=value, got '" .. kv .. "'") end
+    t[k] = v
+  end
+  return t
+end
+
+local function number(cli, s, what)
+  local n = tonumber(s)
+  if not n then usage(cli, what .. " must be a number, got '" .. tostring(s) .. "'") end
+  return n
+end
+
+local function integer(cli, s, what)
+  local n = math.tointeger(tonumber(s))
+  if not n or n < 0 then usage(cli, what .. " must be a non-negative integer, got '" .. tostring(s) .. "'") end
+  return n
+end
+
+local function need_id(cli, pos, sub)
+  if not pos[1] then usage(cli, sub .. " needs a sandbox id") end
+  return pos[1]
+end
+
+local function open(pos, opts, cli, sub)
+  local lash = require "lash"
+  return lash.sandbox.open(need_id(cli, pos, sub), backend_opts(opts))
+end
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
+local function iso(t)
+  return t and os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t)) or "-"
+end
+
+local sub = {}
+
+function sub.create(args, cli)
+  local opts, pos = parse(cli, args, with_common {
+    owner = "value", timeout = "value", network = "value", tag = "list",
+    env = "list", workdir = "value", rootfs = "value", isolation = "value",
+    limit = "list",
+  })
+  if #pos > 0 then usage(cli, "create takes no positional arguments") end
+  local spec = backend_opts(opts)
+  spec.owner = opts.owner
+  spec.timeout = opts.timeout and number(cli, opts.timeout, "--timeout")
+  if opts.network and opts.network ~= "off" and opts.network ~= "on" then
+    usage(cli, "--network must be off or on")
+  end
+  spec.network = opts.network
+  spec.tags = opts.tag and pairs_list(cli, opts.tag, "--tag")
+  spec.env = opts.env and pairs_list(cli, opts.env, "--env")
+  spec.workdir = opts.workdir
+  spec.rootfs = opts.rootfs
+  spec.isolation = opts.isolation
+  if opts.limit then
+    spec.limits = {}
+    for k, v in pairs(pairs_list(cli, opts.limit, "--limit")) do
+      spec.limits[k] = v == "none" and false or integer(cli, v, "--limit " .. k)
+    end
+  end
+  local lash = require "lash"
+  -- the sandbox outlives this process: its lifetime (--timeout) ends it
+  cli.out(lash.sandbox.create(spec):detach(), "\n")
+  return EXIT.ok
+end
+
+function sub.exec(args, cli)
+  local opts, pos, rest = parse(cli, args, with_common {
+    timeout = "value", ["max-output-bytes"] = "value", cwd = "value",
+    env = "list", stdin = "flag",
+  }, true)
+  if not rest or #rest == 0 then usage(cli, "exec needs a command after --") end
+  local s = open(pos, opts, cli, "exec")
+  local eopts = {
+    timeout = opts.timeout and number(cli, opts.timeout, "--timeout"),
+    max_output_bytes = opts["max-output-bytes"]
+      and integer(cli, opts["max-output-bytes"], "--max-output-bytes"),
+    cwd = opts.cwd,
+    env = opts.env and pairs_list(cli, opts.env, "--env"),
+    stdin = opts.stdin and io.stdin:read("a") or nil,
+  }
+  local ok, r = pcall(s.exec, s, rest, eopts)
+  if not ok then
+    cli.err("lash sandbox exec: ", tostring(r), "\n")
+    return EXIT.exec_failed
+  end
+  io.stdout:write(r.stdout)
+  io.stderr:write(r.stderr)
+  if r.stdout_truncated then
+    cli.err("lash: stdout truncated, the last ", #r.stdout, " bytes kept\n")
+  end
+  if r.stderr_truncated then
+    cli.err("lash: stderr truncated, the last ", #r.stderr, " bytes kept\n")
+  end
+  if r.timed_out then
+    cli.err("lash: timed out after ", r.applied_timeout, "s\n")
+    return EXIT.timed_out
+  end
+  return r.exit_code
+end
+
+function sub.read(args, cli)
+  local opts, pos = parse(cli, args, with_common { ["max-bytes"] = "value" })
+  if not pos[2] then usage(cli, "read needs a sandbox id and a path") end
+  local s = open(pos, opts, cli, "read")
+  local data = s:read_file(pos[2], opts["max-bytes"]
+    and { max_bytes = integer(cli, opts["max-bytes"], "--max-bytes") } or nil)
+  io.stdout:write(data)
+  return EXIT.ok
+end
+
+function sub.write(args, cli)
+  local opts, pos = parse(cli, args, with_common {})
+  if not pos[2] then usage(cli, "write needs a sandbox id and a path") end
+  local s = open(pos, opts, cli, "write")
+  s:write_file(pos[2], io.stdin:read("a"))
+  return EXIT.ok
+end
+
+function sub.ls(args, cli)
+  local opts, pos = parse(cli, args, with_common {})
+  local s = open(pos, opts, cli, "ls")
+  for _, e in ipairs(s:list_dir(pos[2] or ".")) do
+    cli.out(e.name, e.kind == "dir" and "/" or "", "\n")
+  end
+  return EXIT.ok
+end
+
+function sub.stat(args, cli)
+  local opts, pos = parse(cli, args, with_common {})
+  if not pos[2] then usage(cli, "stat needs a sandbox id and a path") end
+  local st = open(pos, opts, cli, "stat"):stat(pos[2])
+  cli.out(string.format("kind=%s size=%d mode=%04o mtime=%s\n", st.kind,
+    st.size, st.mode, iso(st.mtime)))
+  return EXIT.ok
+end
+
+function sub.tags(args, cli)
+  local opts, pos = parse(cli, args, with_common { json = "flag" })
+  local tags = open(pos, opts, cli, "tags"):read_tags()
+  if opts.json then
+    cli.out(require("cjson").encode(tags), "\n")
+  else
+    for _, k in ipairs(sorted_keys(tags)) do cli.out(k, "=", tags[k], "\n") end
+  end
+  return EXIT.ok
+end
+
+function sub.attach(args, cli)
+  local opts, pos = parse(cli, args, with_common { owner = "value", holder = "value" })
+  if not opts.owner then usage(cli, "attach needs --owner") end
+  local info = open(pos, opts, cli, "attach"):attach(opts.owner, opts.holder or opts.owner)
+  cli.out("held by ", info.holder, info.atomic and " (atomic claim)" or "", "\n")
+  return EXIT.ok
+end
+
+function sub.release(args, cli)
+  local opts, pos = parse(cli, args, with_common { holder = "value" })
+  if not opts.holder then usage(cli, "release needs --holder") end
+  local cleared = open(pos, opts, cli, "release"):release(opts.holder)
+  cli.out(cleared and "released\n" or ("not held by " .. opts.holder .. "\n"))
+  return EXIT.ok
+end
+
+function sub.destroy(args, cli)
+  local opts, pos = parse(cli, args, with_common {})
+  open(pos, opts, cli, "destroy"):destroy()
+  return EXIT.ok
+end
+
+function sub.list(args, cli)
+  local opts, pos = parse(cli, args, with_common { json = "flag" })
+  if #pos > 0 then usage(cli, "list takes no positional arguments") end
+  local lash = require "lash"
+  local list = lash.sandbox.list(backend_opts(opts))
+  table.sort(list, function(a, b) return a.id < b.id end)
+  if opts.json then
+    cli.out(require("cjson").encode(list), "\n")
+    return EXIT.ok
+  end
+  for _, e in ipairs(list) do
+    local tags = e.tags or {}
+    cli.out(string.format("%s\t%s\texpires %s\towner=%s\tholder=%s\n", e.id,
+      e.status, iso(e.expires_at), tags.lash_owner or "-", tags.lash_holder or "-"))
+  end
+  return EXIT.ok
+end
+
+function sub.gc(args, cli)
+  local opts, pos = parse(cli, args, with_common {})
+  if #pos > 0 then usage(cli, "gc takes no positional arguments") end
+  local lash = require "lash"
+  for _, id in ipairs(lash.sandbox.gc(backend_opts(opts))) do cli.out(id, "\n") end
+  return EXIT.ok
+end
+
+--- Entry point: `lash sandbox <subcommand> ...`; returns the exit code.
+function M.main(args, cli)
+  local name = args[1]
+  if not name then usage(cli, "missing subcommand") end
+  local fn = sub[name]
+  if not fn then usage(cli, "unknown subcommand '" .. name .. "'") end
+  local rest = table.move(args, 2, #args, 1, {})
+  local ok, res = pcall(fn, rest, cli)
+  if ok then return res end
+  if type(res) == "table" and res.usage then error(res, 0) end
+  local kind = type(res) == "table" and res.kind
+  cli.err("lash sandbox ", name, ": ", tostring(res), "\n")
+  if kind and EXIT[kind] then return EXIT[kind] end
+  if kind == nil and type(res) == "string" then return EXIT.usage end
+  return EXIT.sandbox
+end
+
+M.EXIT = EXIT
+
+return M
