@@ -136,7 +136,8 @@ typedef struct lash_sandbox_backend {
 } lash_sandbox_backend;
 
 #define LASH_SANDBOX_BACKENDS(X) \
-  X(local)
+  X(local)                       \
+  X(modal)
 
 #define LASH_SB_DECLARE(name) \
   extern const lash_sandbox_backend lash_sandbox_backend_##name;
