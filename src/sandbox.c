@@ -1679,11 +1679,70 @@ static int l_decode_network(lua_State *L) {
   return 1;
 }
 
+/* Push the option names of the set t.field as a sorted list. */
+static void push_option_list(lua_State *L, int t, const char *field) {
+  const char *names[64];
+  int n = 0, i;
+  if (lua_getfield(L, t, field) == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2) && n < 64) {
+      if (lua_type(L, -2) == LUA_TSTRING) names[n++] = lua_tostring(L, -2);
+      lua_pop(L, 1);
+    }
+  }
+  qsort(names, (size_t)n, sizeof *names, cmp_str);
+  lua_createtable(L, n, 0);
+  for (i = 0; i < n; i++) {
+    lua_pushstring(L, names[i]);   /* the names stay anchored in the set */
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_remove(L, -2);
+}
+
+/*** What a backend takes and can do, so that a caller (the sandbox
+** capability) can check its options before anything is created: {name,
+** create_options, config_options, generic_options (sorted lists of names),
+** default_workdir, can_tag (read_tags/write_tags: attach and release
+** work), atomic_claims (cas_tags)}. Raises for an unknown backend, naming
+** the known ones.
+** @function describe
+** @tparam string name */
+static int l_describe(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  int fns, i;
+  lua_settop(L, 1);
+  push_backend(L, name);
+  fns = lua_gettop(L);
+  lua_createtable(L, 0, 7);
+  lua_pushvalue(L, 1);
+  lua_setfield(L, -2, "name");
+  push_option_list(L, fns, "create_options");
+  lua_setfield(L, -2, "create_options");
+  push_option_list(L, fns, "config_options");
+  lua_setfield(L, -2, "config_options");
+  lua_newtable(L);
+  for (i = 0; generic_create[i]; i++) {
+    lua_pushstring(L, generic_create[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "generic_options");
+  lua_getfield(L, fns, "default_workdir");
+  lua_setfield(L, -2, "default_workdir");
+  lua_pushboolean(L, lua_getfield(L, fns, "read_tags") == LUA_TFUNCTION);
+  lua_setfield(L, -3, "can_tag");
+  lua_pop(L, 1);
+  lua_pushboolean(L, lua_getfield(L, fns, "cas_tags") == LUA_TFUNCTION);
+  lua_setfield(L, -3, "atomic_claims");
+  lua_pop(L, 1);
+  return 1;
+}
+
 static const luaL_Reg funcs[] = {
   {"create", l_create}, {"open", l_open}, {"session", l_session},
   {"register_backend", l_register_backend}, {"backends", l_backends},
   {"list", l_list}, {"gc", l_gc}, {"probe", l_probe},
   {"encode_network", l_encode_network}, {"decode_network", l_decode_network},
+  {"describe", l_describe},
   {NULL, NULL}
 };
 
