@@ -286,6 +286,26 @@ describe("cancelling a run", function()
     assert.equal("cancelled", events[#events].stop_reason)
   end)
 
+  it("cancels every concurrent tool call of the turn", function()
+    local cancelled, closed = 0, false
+    local waiter = lash.tool { name = "w", handler = function()
+      local ok, e = pcall(lash.sleep, 10)
+      if not ok and lash.is_error(e, "cancelled") then cancelled = cancelled + 1 end
+      error(e, 0)
+    end }
+    local ts = lash.toolset { name = "ts", tools = { waiter }, close = function() closed = true end }
+    local agent = lash.agent { toolsets = { ts },
+      model = function() return { tool_calls = { { name = "w" }, { name = "w" }, { name = "w" } } } end }
+    local task = agent:start("go")
+    lash.sleep(0.02)
+    task:cancel()
+    local ok, err = task:wait()
+    assert.is_false(ok)
+    assert.is_true(lash.is_error(err, "cancelled"))
+    assert.equal(3, cancelled)
+    assert.is_true(closed)
+  end)
+
   it("while waiting on the model", function()
     local closed = false
     local ts = lash.toolset { name = "x", close = function() closed = true end }

@@ -3,6 +3,9 @@ local json = require "lash.json"
 local cli = require "helpers.lash_cli"
 local fake = require "helpers.fake_server"
 
+local lash = require "lash"
+local render = require "lash.render"
+
 local function lines(s)
   local out = {}
   for l in s:gmatch("[^\n]+") do out[#out + 1] = l end
@@ -141,5 +144,57 @@ describe("lash run", function()
     assert.equal(0, code, err)
     assert.matches("Hello! How can I help you today?\n", out, 1, true)
     assert.equal("k", reqs[1].headers["x-api-key"])
+  end)
+end)
+
+describe("lash.render", function()
+  local function printer(opts)
+    local out = {}
+    opts.write = function(s) out[#out + 1] = s end
+    return render.new(opts), out
+  end
+
+  it("colours only when asked, and draws an elapsed-time spinner on a TTY", function()
+    local p, out = printer { tty = true, color = true }
+    p:event { type = "run_start", agent = "a", model = "m" }
+    p:event { type = "model_request", step = 1 }
+    lash.sleep(0.25)
+    p:event { type = "text_delta", text = "hi" }
+    p:event { type = "run_end", stop_reason = "complete", output = "hi",
+              usage = { requests = 1, input_tokens = 1200, output_tokens = 3, cache_read_tokens = 0,
+                        cache_write_tokens = 0, tool_calls = 0 } }
+    p:close()
+    local s = table.concat(out)
+    assert.matches("\27%[36m", s)                 -- colour
+    assert.matches("thinking 0%.%ds", s)          -- the spinner with elapsed time
+    assert.matches("\r\27%[2Khi", s)             -- the spinner line is erased before text
+    assert.matches("1 request · 1,200 tokens in · 3 out · 0 tool calls", s, 1, true)
+  end)
+
+  it("prints plain text without a TTY", function()
+    local p, out = printer { tty = false }
+    p:event { type = "model_request", step = 1 }
+    lash.sleep(0.15)
+    p:event { type = "tool_call", id = "1", name = "t", args = { x = 1 } }
+    p:event { type = "tool_result", id = "1", name = "t", status = "ok", content = "line 1\nline 2\nline 3" }
+    p:close()
+    assert.equal("▸ t {\"x\":1}\n  ✓ line 1 (+2 lines)\n", table.concat(out))
+  end)
+
+  it("never colours with NO_COLOR, nor off a TTY", function()
+    local function use_color(env)
+      local p = io.popen(env .. " lua5.4 -e 'package.path=\"lua/?.lua;\"..package.path; "
+        .. "io.write(tostring(require(\"lash.render\").use_color(true)))'")
+      local s = p:read("a")
+      p:close()
+      return s
+    end
+    assert.equal("false", use_color("NO_COLOR=1"))
+    assert.equal("true", use_color("env -u NO_COLOR"))
+    assert.is_false(render.use_color(false))
+  end)
+
+  it("shortens long results without splitting a character", function()
+    assert.equal("ééé…", render.one_line(("é"):rep(10), 6))
   end)
 end)
