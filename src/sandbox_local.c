@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -529,17 +530,20 @@ static void check_workdir(lua_State *L, const char *workdir,
   slash = strchr(workdir + 1, '/');
   snprintf(first, sizeof first, "%s%.*s", host ? "" : rootfs,
            slash ? (int)(slash - workdir) : (int)strlen(workdir), workdir);
-  if (lstat(first, &st) == 0)
+  if (lstat(first, &st) == 0) {
+    char top[LSB_PATH_MAX];
+    snprintf(top, sizeof top, "%.*s",
+             slash ? (int)(slash - workdir) : (int)strlen(workdir), workdir);
     luaL_error(L, "workdir %s does not exist in the rootfs, and lash cannot "
-               "create it under the read-only %.*s; use a path that exists "
-               "there, or one outside it such as /workspace", workdir,
-               slash ? (int)(slash - workdir) : (int)strlen(workdir), workdir);
+               "create it under the read-only %s; use a path that exists "
+               "there, or one outside it such as /workspace", workdir, top);
+  }
 }
 
 static int local_create(lua_State *L) {
   char root[LSB_PATH_MAX], id[LSB_ID_LEN + 1], where[2 * LSB_PATH_MAX];
   char rootfs[LSB_PATH_MAX], ws_host[2 * LSB_PATH_MAX];
-  const char *workdir, *iso = "bwrap", *bwrap_path = NULL;
+  const char *workdir, *iso = "bwrap", *bwrap_path = NULL, *netmode = "off";
   int none, rc, tries, du = 1, meta_idx, spec = 2;
   uid_t uid = getuid();
   gid_t gid = getgid();
@@ -592,7 +596,7 @@ static int local_create(lua_State *L) {
                          "isolation = \"none\" cannot switch the network off "
                          "(there is no network namespace); pass network = "
                          "\"on\" to accept that");
-    lua_pushstring(L, block ? "off" : "on");
+    netmode = block ? "off" : "on";
   }
   lua_getfield(L, spec, "workdir");
   workdir = lua_tostring(L, -1);
@@ -647,7 +651,7 @@ static int local_create(lua_State *L) {
   lua_setfield(L, meta_idx, "isolation");
   lua_pushstring(L, rootfs);
   lua_setfield(L, meta_idx, "rootfs");
-  lua_pushvalue(L, meta_idx - 2);          /* "off" / "on" */
+  lua_pushstring(L, netmode);
   lua_setfield(L, meta_idx, "network");
   if (bwrap_path) {
     lua_pushstring(L, bwrap_path);
@@ -781,6 +785,37 @@ static void exec_kill(exec_op *op) {
   if (lash_child_kill(&op->child, SIGKILL) != 0) kill(op->pid, SIGKILL);
 }
 
+/* After the kill: the pipes reach EOF once the last process of the jail is
+** gone (the kernel tears the pid namespace down asynchronously). Wait for
+** that, bounded, so that a cancelled command is really over on return. */
+static void exec_wait_gone(exec_op *op, int ms) {
+  uint64_t end = lash_now_ns() + (uint64_t)ms * 1000000ull;
+  char buf[4096];
+  while (op->out_fd >= 0 || op->err_fd >= 0) {
+    struct pollfd p[2];
+    int n = 0, i;
+    uint64_t now = lash_now_ns();
+    if (now >= end) break;
+    if (op->out_fd >= 0) p[n++] = (struct pollfd){op->out_fd, POLLIN, 0};
+    if (op->err_fd >= 0) p[n++] = (struct pollfd){op->err_fd, POLLIN, 0};
+    if (poll(p, (nfds_t)n, (int)((end - now) / 1000000ull) + 1) <= 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (i = 0; i < n; i++) {
+      ssize_t r;
+      if (!p[i].revents) continue;
+      r = read(p[i].fd, buf, sizeof buf);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+        int *fd = p[i].fd == op->out_fd ? &op->out_fd : &op->err_fd;
+        lash_io *io = fd == &op->out_fd ? &op->out_io : &op->err_io;
+        if (io->active) lash_io_stop(op->loop, io);
+        close_fd(fd);
+      }
+    }
+  }
+}
+
 /* Kill, reap (blocking: SIGKILL is prompt) and release everything. */
 static void exec_teardown(exec_op *op) {
   if (op->running) {
@@ -790,6 +825,7 @@ static void exec_teardown(exec_op *op) {
     while (waitpid(op->pid, &st, 0) < 0 && errno == EINTR) {}
     if (op->group) kill(-op->pid, SIGKILL);
     op->running = 0;
+    exec_wait_gone(op, 1000);
   }
   exec_stop_io(op);
   if (op->job_dirfd >= 0) {
