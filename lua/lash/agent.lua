@@ -40,8 +40,8 @@
 --                {run_id, step, kind = "model", attempt, delay, status, reason, message}
 --   usage        {run_id, step, usage = this request, total = the run so far}
 --   run_end      {run_id, stop_reason, output, usage, pending, error = {kind, message}}
--- `on_event` should not wait: streamed text may be delivered from inside
--- the HTTP layer's callbacks.
+-- `on_event` runs inside the run's task (or a tool call's child task); it
+-- may wait, but every wait there holds up the run.
 --
 -- **Stop reasons**: "complete" (an answer), "max_tokens" (the answer hit the
 -- output limit), "content_filter"/"refusal", "approval_required" (calls
@@ -685,6 +685,8 @@ local function body(run)
     end
     local pending = run_calls(run, tool_calls_of(last))
     if pending then return { stop_reason = "approval_required", pending = pending, output = nil } end
+    -- decisions answer the paused turn only; later calls ask again
+    run.approvals = {}
   end
   while true do
     local max_steps = run.limits.max_steps
