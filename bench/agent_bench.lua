@@ -2,7 +2,8 @@
 -- against bench/agent_server.c (instant Chat Completions answers). The
 -- tool runs `echo hi` in a local sandbox (isolation "none": a plain
 -- process on the host), or with mode "lua" returns the text itself.
--- Prints: wall seconds, resident MiB before, peak resident MiB.
+-- Prints: wall seconds, resident MiB before, peak resident MiB, private
+-- (anonymous) resident MiB at the end.
 --
 -- arg = { PORT, N, K, MODE ("echo" | "lua"), STATE_ROOT }
 local lash = require "lash"
@@ -58,4 +59,5 @@ for i = 1, n do
          "run " .. i .. " ended with " .. tostring(res.output) .. " after " .. res.usage.tool_calls .. " tool calls")
 end
 local wall = lash.now() - t0
-print(string.format("%.6f %.2f %.2f", wall, rss0 / 1024, status_kib("VmHWM") / 1024))
+print(string.format("%.6f %.2f %.2f %.2f", wall, rss0 / 1024, status_kib("VmHWM") / 1024,
+                    status_kib("RssAnon") / 1024))

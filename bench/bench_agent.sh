@@ -61,7 +61,7 @@ for n in 1 100 1000; do
   be=$(best_base "$n" spawn "$tries") || exit 1
   ll=$(best_lash "$n" lua "$tries") || exit 1
   bl=$(best_base "$n" nospawn "$tries") || exit 1
-  read -r lwall lrss lpeak <<<"$le"
+  read -r lwall lrss lpeak lanon <<<"$le"
   read -r llwall _ llpeak <<<"$ll"
   steps=$((n * K))
   label="$n run"; [ "$n" -gt 1 ] && label="$(printf "%'d" "$n") concurrent runs"
@@ -73,7 +73,7 @@ for n in 1 100 1000; do
       "lash $(awk -v l="$llwall" 'BEGIN { printf "%.1f", l * 1000 }') ms vs C $(awk -v b="$bl" 'BEGIN { printf "%.1f", b * 1000 }') ms; $(awk -v l="$llwall" -v s="$steps" 'BEGIN { printf "%.0f", s / l }') steps/s"
   if [ "$n" -eq 1 ]; then
     row "agent: resident memory, 1 run" "$lpeak" "MiB" \
-        "process peak (Lua, libcurl, lash); the run added $(awk -v p="$lpeak" -v r="$lrss" 'BEGIN { printf "%.2f", p - r }') MiB; aim < 10"
+        "process peak incl. shared libraries (libcurl, TLS); private $lanon MiB; the run added $(awk -v p="$lpeak" -v r="$lrss" 'BEGIN { printf "%.2f", p - r }') MiB; aim < 10"
   else
     row "agent: resident memory per run, $label" \
         "$(awk -v p="$llpeak" -v r="$lrss" -v n="$n" 'BEGIN { printf "%.0f", (p - r) * 1024 / n }')" "KiB/run" \
