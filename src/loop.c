@@ -12,7 +12,9 @@
 #include <unistd.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 
 #ifndef SYS_pidfd_open
@@ -53,6 +55,13 @@ struct lash_loop {
   ** its pending event (its memory may be freed right after the stop). */
   struct epoll_event *batch;
   int batch_len;
+  /* Notification for hosts that wait on epfd themselves (lash_fd): an
+  ** eventfd (wakes) and a timerfd (the earliest timer), -1 until
+  ** lash_loop_notify_enable. */
+  int evfd, tfd;
+  int woken;               /* evfd is signalled and not yet drained */
+  uint64_t tfd_due;        /* what tfd is armed for, 0: disarmed */
+  lash_io ev_io, t_io;
 };
 
 uint64_t lash_now_ns(void) {
@@ -101,6 +110,8 @@ void lash_io_stop(lash_loop *loop, lash_io *io) {
 }
 
 /* ---- timers (binary min-heap on due_ns) ------------------------------ */
+
+static void notify_arm(lash_loop *loop);  /* notification fds, below */
 
 static void heap_swap(lash_loop *loop, size_t a, size_t b) {
   lash_timer *t = loop->heap[a];
@@ -168,6 +179,7 @@ int lash_timer_start(lash_loop *loop, lash_timer *t, uint64_t delay_ns,
   t->heap_index = loop->nheap;
   loop->heap[loop->nheap++] = t;
   heap_up(loop, t->heap_index);
+  if (loop->tfd >= 0) notify_arm(loop);  /* lash_fd: see notify_arm */
   return 0;
 }
 
@@ -390,6 +402,72 @@ void lash_curl_remove(lash_loop *loop, CURL *easy) {
   loop->ncurl--;
 }
 
+/* ---- notification fds (lash_fd) ------------------------------------ */
+
+/* Keep tfd armed no later than the earliest timer. Armed early (that
+** timer was stopped) only costs the host one spurious wake-up, after which
+** lash_loop_run_once re-arms it, so only a new, earlier minimum needs a
+** system call. */
+static void notify_arm(lash_loop *loop) {
+  struct itimerspec its;
+  uint64_t due;
+  if (loop->tfd < 0 || loop->nheap == 0) return;
+  due = loop->heap[0]->due_ns;
+  if (loop->tfd_due && loop->tfd_due <= due) return;
+  memset(&its, 0, sizeof its);
+  its.it_value.tv_sec = (time_t)(due / 1000000000u);
+  its.it_value.tv_nsec = (long)(due % 1000000000u);
+  if (timerfd_settime(loop->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+    loop->tfd_due = due;
+}
+
+static void on_notify(lash_loop *loop, lash_io *io, unsigned events) {
+  uint64_t n;
+  (void)events;
+  while (read(io->fd, &n, sizeof n) > 0) {}
+  if (io == &loop->ev_io) loop->woken = 0;
+  else loop->tfd_due = 0;  /* a one-shot timerfd disarms when it fires */
+}
+
+int lash_loop_notify_enable(lash_loop *loop) {
+  struct epoll_event ee;
+  int i;
+  lash_io *ios[2];
+  if (loop->evfd >= 0) return 0;
+  loop->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  loop->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  ios[0] = &loop->ev_io;
+  ios[1] = &loop->t_io;
+  ios[0]->fd = loop->evfd;
+  ios[1]->fd = loop->tfd;
+  for (i = 0; i < 2; i++) {
+    /* Added by hand rather than with lash_io_start: they must not count
+    ** as watchers, or the loop would never look idle. */
+    memset(&ee, 0, sizeof ee);
+    ee.events = EPOLLIN;
+    ee.data.ptr = ios[i];
+    if (ios[i]->fd < 0 || epoll_ctl(loop->epfd, EPOLL_CTL_ADD, ios[i]->fd, &ee) != 0) {
+      int err = errno;
+      if (loop->evfd >= 0) close(loop->evfd);
+      if (loop->tfd >= 0) close(loop->tfd);
+      loop->evfd = loop->tfd = -1;
+      return -err;
+    }
+    ios[i]->events = LASH_READ;
+    ios[i]->active = 1;
+    ios[i]->cb = on_notify;
+    ios[i]->data = loop;
+  }
+  notify_arm(loop);
+  return 0;
+}
+
+void lash_loop_wake(lash_loop *loop) {
+  uint64_t one = 1;
+  if (loop->evfd < 0 || loop->woken) return;
+  if (write(loop->evfd, &one, sizeof one) == (ssize_t)sizeof one) loop->woken = 1;
+}
+
 /* ---- the loop ---------------------------------------------------- */
 
 lash_loop *lash_loop_new(void) {
@@ -401,6 +479,7 @@ lash_loop *lash_loop_new(void) {
     return NULL;
   }
   lash_timer_init(&loop->curl_timer);
+  loop->evfd = loop->tfd = -1;
   loop->multi = curl_multi_init();
   if (!loop->multi) {
     close(loop->epfd);
@@ -420,6 +499,8 @@ void lash_loop_free(lash_loop *loop) {
   /* curl_multi_cleanup calls the socket callback with POLL_REMOVE for the
   ** sockets it still holds, which frees our curl_sock records. */
   curl_multi_cleanup(loop->multi);
+  if (loop->evfd >= 0) close(loop->evfd);
+  if (loop->tfd >= 0) close(loop->tfd);
   close(loop->epfd);
   free(loop->heap);
   free(loop);
@@ -459,5 +540,6 @@ int lash_loop_run_once(lash_loop *loop, int timeout_ms) {
   loop->batch = NULL;
   loop->batch_len = 0;
   ran += run_timers(loop);
+  if (loop->tfd >= 0) notify_arm(loop);
   return ran;
 }

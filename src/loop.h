@@ -109,8 +109,17 @@ void lash_loop_free(lash_loop *loop);
 int  lash_loop_run_once(lash_loop *loop, int timeout_ms);
 /* Non-zero while any watcher, timer, child or transfer is registered. */
 int  lash_loop_alive(const lash_loop *loop);
-/* The epoll fd: readable when lash_loop_run_once(loop, 0) has work. */
+/* The epoll fd: readable when lash_loop_run_once(loop, 0) has I/O to
+** dispatch; after lash_loop_notify_enable also when a timer is due and
+** after lash_loop_wake, until the next lash_loop_run_once. */
 int  lash_loop_fd(const lash_loop *loop);
+/* For hosts that wait on lash_loop_fd themselves (lash_fd in lash.h): add
+** an eventfd and a timerfd to the epoll set (neither keeps the loop
+** alive). Costs no system call until called. Returns 0 or -errno. */
+int  lash_loop_notify_enable(lash_loop *loop);
+/* Make lash_loop_fd readable (the runtime calls it when tasks become
+** ready). A no-op before lash_loop_notify_enable; cheap while signalled. */
+void lash_loop_wake(lash_loop *loop);
 /* Milliseconds until the next timer, -1 if none. */
 int  lash_loop_next_timeout(const lash_loop *loop);
 uint64_t lash_now_ns(void);

@@ -107,8 +107,14 @@ void lash_task_make_ready(lash_task *t) {
   t->in_ready = 1;
   t->status = LASH_TASK_READY;
   t->next_ready = NULL;
-  if (rt->ready_tail) rt->ready_tail->next_ready = t;
-  else rt->ready_head = t;
+  if (rt->ready_tail) {
+    rt->ready_tail->next_ready = t;
+  } else {
+    rt->ready_head = t;
+    /* The queue just became non-empty: a host waiting on the loop's fd
+    ** (lash_fd) must wake up to step (no-op unless it asked for that). */
+    lash_loop_wake(rt->loop);
+  }
   rt->ready_tail = t;
 }
 
