@@ -12,7 +12,8 @@
   X(task)               \
   X(output)             \
   X(http)               \
-  X(sandbox)
+  X(sandbox)            \
+  X(sys)
 
 /* Weak while the tree is being built up in parallel: a module whose file
 ** has not landed yet is simply absent. TODO(lead): make these strong. */

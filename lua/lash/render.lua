@@ -15,11 +15,9 @@ local function lash()
   return require "lash"
 end
 
---- Is file descriptor `fd` a terminal? (asks `test -t`, which inherits our
--- descriptors; Lua has no isatty)
+--- Is file descriptor `fd` (default 1) a terminal?
 function M.is_tty(fd)
-  local ok = os.execute("test -t " .. tostring(fd or 1) .. " 2>/dev/null")
-  return ok == true
+  return lash().sys.isatty(fd or 1)
 end
 
 --- Should output be coloured? Only on a TTY, never with NO_COLOR set.

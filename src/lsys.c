@@ -1,0 +1,29 @@
+/*
+** lsys.c: lash.sys, the few facts about the process that the standard
+** library cannot tell Lua (is a descriptor a terminal?).
+*/
+#include "lua.h"
+#include "lauxlib.h"
+#include "modules.h"
+
+#include <unistd.h>
+
+/*** Is file descriptor `fd` (default 1, standard output) a terminal? */
+static int l_isatty(lua_State *L) {
+  lua_Integer fd = luaL_optinteger(L, 1, 1);
+  luaL_argcheck(L, fd >= 0 && fd <= 1 << 20, 1, "not a file descriptor");
+  lua_pushboolean(L, isatty((int)fd) == 1);
+  return 1;
+}
+
+static int l_getpid(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)getpid());
+  return 1;
+}
+
+int lash_open_sys(lua_State *L) {
+  static const luaL_Reg funcs[] = {
+    {"isatty", l_isatty}, {"getpid", l_getpid}, {NULL, NULL}};
+  luaL_newlib(L, funcs);
+  return 1;
+}
