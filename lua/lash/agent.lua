@@ -85,6 +85,7 @@ local AGENT_FIELDS = {
 local RUN_OPTS = {
   history = "table", deps = true, on_event = "function", approve = "function", approvals = "table",
   model = true, limits = "table", values = "table", model_settings = "table", stream = "boolean",
+  holder = "string",  -- who this run is, for claiming an attached sandbox (lash.identity)
 }
 
 local function sorted_keys(t)
@@ -276,7 +277,7 @@ local function new_run(agent, prompt, opts)
   local usage = { requests = 0, input_tokens = 0, output_tokens = 0, cache_read_tokens = 0,
                   cache_write_tokens = 0, tool_calls = 0 }
   local info = { id = id, agent = agent.name, prompt = prompt, step = 0,
-                 model = M.model_label(model_spec),
+                 model = M.model_label(model_spec), holder = opts.holder,
                  date = os.date("%Y-%m-%d") }
   local ctx = { deps = opts.deps ~= nil and opts.deps or agent.deps, run = info,
                 values = merged(agent.values, opts.values), messages = messages, usage = usage,
@@ -769,7 +770,8 @@ end
 --   awaiting approval
 -- @tparam[opt] table opts `history`, `deps`, `on_event(ev)`,
 --   `approve(ctx, call) -> decision`, `approvals` ({[call id] = decision}),
---   `model` (override), `limits`, `values`, `model_settings`, `stream`.
+--   `model` (override), `limits`, `values`, `model_settings`, `stream`,
+--   `holder` (this run's identity when it claims an attached sandbox).
 --   A decision is true (allow), false (deny), a string (deny with that
 --   message to the model), or `{allow=, args=, message=}` (args: allow
 --   with edited arguments). `approve` may wait (e.g. on a lash.future a

@@ -41,6 +41,9 @@ local lazy = {
   models = { "lash.models" },
   json = { "lash.json" },
   schema = { "lash.schema" },
+  sandbox_capability = { "lash.capabilities.sandbox", "new" },
+  register_capability = { "lash.spec", "register_capability" },
+  load_spec = { "lash.spec", "load" },
 }
 
 return setmetatable(lash, {
