@@ -2,12 +2,42 @@
 ** lash.h: the public C API of lash, an embeddable Lua-scriptable agent
 ** harness. Small and stable; every type is opaque.
 **
-** Threading: a lash_State belongs to one thread. Use one state per thread;
-** never call into the same state from two threads. lash starts no threads.
+** A host (a game, an editor, a server) opens a lash_State, loads an agent
+** spec, registers its own functions as tools, starts runs and calls
+** lash_step once per frame; lash never blocks longer than the budget it is
+** given and starts no threads.
 **
-** Errors: calls return LASH_OK (0) or a negative LASH_E* status; after a
-** failure lash_errmsg(S) says why (valid until the next call on S). No call
-** exits or aborts the process.
+**   lash_State *S = lash_open(NULL);
+**   lash_load_spec_file(S, "agent.lua");
+**   lash_register_tool(S, "spawn_entity", "Spawn an entity.", schema_json,
+**                      on_spawn, scene);
+**   lash_set_event_handler(S, on_event, ui);
+**   lash_Run *run;
+**   lash_run_start(S, "Build a small village.", NULL, &run);
+**   while (game_running) {
+**     ... the frame ...
+**     lash_step(S, 1);                       // at most ~1 ms of agent work
+**   }
+**   lash_run_free(run);
+**   lash_close(S);
+**
+** Threading: a lash_State belongs to one thread. Use one state per thread;
+** never call into a state, or any handle from it, from two threads. lash
+** starts no threads.
+**
+** Errors: calls return LASH_OK (0), a non-negative value where documented,
+** or a negative LASH_E* status; after a failure lash_errmsg(S) says why
+** (valid until the next call on S). No call exits or aborts the process.
+**
+** Callbacks (tool calls, events, log) run on the caller's thread, from
+** inside lash_step / lash_run or another call that runs Lua. Inside a
+** callback every function may be called except lash_step, lash_run and
+** lash_close, which return LASH_EBUSY there. Strings passed to a callback
+** are valid until it returns.
+**
+** Ownership: the host frees what it creates: lash_close(S) for a state,
+** lash_run_free(run) for each run (before or after lash_close). A
+** lash_Call is owned by its run and valid until lash_run_free.
 */
 #ifndef lash_h
 #define lash_h
@@ -21,10 +51,16 @@
 #define LASH_OK 0
 #define LASH_ERUN -1     /* a Lua error (message in lash_errmsg) */
 #define LASH_EMEM -2     /* the memory budget was exceeded or malloc failed */
-#define LASH_EARG -3     /* misuse: NULL handle, bad argument, wrong state */
+#define LASH_EARG -3     /* misuse: NULL handle, bad argument, answered twice */
 #define LASH_ESYS -4     /* the operating system refused (epoll, ...) */
+#define LASH_EGONE -5    /* the run or call is over (finished, cancelled, or
+                         ** its state closed): nothing was done */
+#define LASH_EBUSY -6    /* not now: the run is still going, or a callback
+                         ** called lash_step, lash_run or lash_close */
 
 typedef struct lash_State lash_State;
+typedef struct lash_Run lash_Run;
+typedef struct lash_Call lash_Call;
 
 /* Log levels passed to lash_Options.log. */
 #define LASH_LOG_DEBUG 0
@@ -33,7 +69,9 @@ typedef struct lash_State lash_State;
 #define LASH_LOG_ERROR 3
 
 typedef struct lash_Options {
-  /* Upper bound on the Lua heap in bytes; 0 means unlimited. */
+  /* Upper bound on the Lua heap in bytes; 0 means unlimited. Almost all of
+  ** lash's memory is in the Lua heap; the few C records behind lash_Run
+  ** and lash_Call handles, and answers in flight, use malloc. */
   size_t memory_limit;
   /* Allocator for the Lua state; NULL means realloc/free. */
   lua_Alloc alloc;
@@ -49,15 +87,34 @@ typedef struct lash_Options {
   void *log_ud;
 } lash_Options;
 
+/* ---- states ---------------------------------------------------------- */
+
 /* Fill opts with the defaults. */
 void lash_options_init(lash_Options *opts);
 
-/* Open a state (opts may be NULL). Returns NULL only when memory for the
-** state itself cannot be had. Check lash_errmsg for other failures. */
+/* Open a state with its own Lua state (opts may be NULL). Returns NULL
+** only when memory for the state itself cannot be had. If opening failed
+** otherwise, lash_errmsg says why and every call on S returns the failure
+** until lash_close(S). */
 lash_State *lash_open(const lash_Options *opts);
-/* Cancel every task still running, give them a bounded time to clean up
-** (sandboxes are destroyed), then free everything. NULL is a no-op. */
-void lash_close(lash_State *S);
+
+/* Attach lash to a Lua state the host already has (its standard libraries
+** opened): lash's modules become loadable there (`require "lash"`) and the
+** whole API works on it. The host's allocator rules, so memory_limit and
+** alloc must be unset; lua_dir, state_root and log apply. One attachment
+** per Lua state at a time. Errors as for lash_open. lash_close then
+** cancels the runs started through this API and detaches, leaving L open:
+** lash's loop lives on in L (for the host's own Lua use of lash) until the
+** host closes L. */
+lash_State *lash_attach(lua_State *L, const lash_Options *opts);
+
+/* Cancel every task still running (attached: the runs started through
+** this API), give them a bounded time to clean up (sandboxes are
+** destroyed), then free everything but the lash_Run handles the host has
+** not freed: those stay readable (status, result; cancelled if they were
+** still going) and answer everything else with LASH_EGONE. Delivers no
+** callbacks. NULL is a no-op. LASH_EBUSY inside a callback. */
+int lash_close(lash_State *S);
 
 /* The state's Lua state, for hosts that want to push their own values. */
 lua_State *lash_lua(lash_State *S);
@@ -66,23 +123,156 @@ lua_State *lash_lua(lash_State *S);
 int lash_dostring(lash_State *S, const char *code, const char *chunkname);
 int lash_dofile(lash_State *S, const char *path);
 
-/* Advance every task by at most one wait, blocking at most timeout_ms
-** (0 polls, -1 waits for something). Returns 1 while work remains, 0 when
-** idle, or a negative status. This is what an engine calls each frame. */
-int lash_step(lash_State *S, int timeout_ms);
-/* Run until no task is left. */
-int lash_run(lash_State *S);
-/* A file descriptor that becomes readable when lash_step has work, for
-** engines that wait in their own poll/epoll. */
-int lash_fd(lash_State *S);
-
 /* Why the last call failed. Never NULL. */
 const char *lash_errmsg(lash_State *S);
 
-/* Bytes the Lua heap uses now; change the budget (0 = unlimited). */
+/* Bytes the Lua heap uses now; change the budget (0 = unlimited; not for
+** attached states). */
 size_t lash_memory_used(lash_State *S);
 int lash_set_memory_limit(lash_State *S, size_t limit);
 
 const char *lash_version(void);
+
+/* ---- stepping -------------------------------------------------------- */
+
+/* Advance every run and task: wait for I/O at most budget_ms (not at all
+** when tasks are ready), dispatch it, then resume the tasks that were
+** ready, each until its next wait, in order. With budget_ms > 0 the call
+** returns once budget_ms have passed, leaving the tasks not yet resumed
+** for the next call (a resume is never interrupted, so one long Lua
+** computation can overrun); 0 polls without blocking and resumes every
+** ready task; -1 blocks until something happens. Returns 1 while work
+** remains, 0 when idle, or a negative status. Call it once per frame. */
+int lash_step(lash_State *S, int budget_ms);
+/* Run until no task is left. */
+int lash_run(lash_State *S);
+/* A file descriptor that is readable whenever lash_step has work: I/O,
+** a due timer, or a ready task (including one made ready by
+** lash_call_return or lash_run_approve between frames), for hosts that
+** wait in their own poll/epoll. Wait for POLLIN, then call lash_step.
+** The first call costs two file descriptors (an eventfd and a timerfd). */
+int lash_fd(lash_State *S);
+
+/* ---- agents ---------------------------------------------------------- */
+
+/* Load the agent spec runs will use: a Lua file or string returning
+** lash.agent{...} or a table in the same shape (YAML and JSON specs once
+** lash.spec is in the tree). Replaces the previous agent; runs in flight
+** keep theirs. name labels errors (NULL: "spec"). */
+int lash_load_spec_file(lash_State *S, const char *path);
+int lash_load_spec_string(lash_State *S, const char *text, const char *name);
+
+/* A string the spec's instruction templates read as {{ values.key }}, for
+** runs started from now on (a run's options may override it). value NULL
+** removes the key. */
+int lash_set_value(lash_State *S, const char *key, const char *value);
+
+/* ---- host tools -------------------------------------------------------- */
+
+/* Called when a run calls a host tool. args_json is the validated
+** arguments object. Answer now or on any later frame with exactly one of
+** lash_call_return / lash_call_retry / lash_call_fail; the run waits
+** until then (or until it is cancelled: see lash_call_status). */
+typedef void (*lash_ToolFn)(lash_Call *call, const char *args_json, void *ud);
+
+/* Offer fn as a tool to every run started from now on (and to runs in
+** flight from their next model request). name: 1-64 of [A-Za-z0-9_-];
+** json_schema: the arguments' JSON Schema, an object schema (NULL: no
+** arguments); description may be NULL. A name already registered is
+** LASH_EARG. */
+int lash_register_tool(lash_State *S, const char *name,
+                       const char *description, const char *json_schema,
+                       lash_ToolFn fn, void *ud);
+/* Stop offering a tool; fn is not called for it any more (a model that
+** still calls it gets "unknown tool"). Calls already delivered stay
+** answerable. */
+int lash_unregister_tool(lash_State *S, const char *name);
+
+/* Answer a call: text is the result the model sees (NULL: empty). */
+int lash_call_return(lash_Call *call, const char *text);
+/* Answer with a retry prompt: the model sees message and tries again
+** (counted against the tool's retries). */
+int lash_call_retry(lash_Call *call, const char *message);
+/* Fail the call: the run ends with an error of kind "tool" carrying
+** message. */
+int lash_call_fail(lash_Call *call, const char *message);
+/* These three return LASH_EARG when the call was answered already and
+** LASH_EGONE when its run no longer waits for it (cancelled, timed out,
+** ended, or the state was closed). */
+
+#define LASH_CALL_PENDING 0     /* waiting for an answer */
+#define LASH_CALL_ANSWERED 1
+#define LASH_CALL_CANCELLED 2   /* the run stopped waiting: drop the work */
+int lash_call_status(const lash_Call *call);
+/* The call's id (as in the events), the tool's name, the arguments JSON,
+** and its run. Valid until lash_run_free. NULL for a NULL call. */
+const char *lash_call_id(const lash_Call *call);
+const char *lash_call_name(const lash_Call *call);
+const char *lash_call_args(const lash_Call *call);
+lash_Run *lash_call_run(const lash_Call *call);
+
+/* ---- runs ------------------------------------------------------------ */
+
+/* Receives every event of every run as one JSON object with a "type":
+** run_start, model_request, text_delta, tool_call, approval_request,
+** tool_result, retry, usage, run_end (the events of lash.agent; see
+** lua/lash/agent.lua). fn NULL stops delivery. */
+typedef void (*lash_EventFn)(lash_Run *run, const char *event_json, void *ud);
+int lash_set_event_handler(lash_State *S, lash_EventFn fn, void *ud);
+
+/* Start a run of the loaded agent on prompt (NULL: resume the history
+** given in the options). It begins on the next lash_step. options_json
+** (NULL or "" for none) is an object with any of:
+**   "values": {"k": "v"}     template values (over lash_set_value's)
+**   "model": "test"          another model for this run
+**   "limits": {"max_steps": 10}, "model_settings": {"max_tokens": 500},
+**   "deps": any JSON         the tools' ctx.deps
+**   "history": [...]         messages to continue (a result's "messages")
+**   "approvals": {"id": true|false|"deny message"}  decisions for a
+**                            history that stopped for approval
+**   "approval": "wait"       (default) calls needing approval wait for
+**                            lash_run_approve; "stop": the run ends with
+**                            stop_reason "approval_required" instead
+**   "stream": bool           stream model text (default: when an event
+**                            handler is set)
+** *run receives the handle (free it with lash_run_free). */
+int lash_run_start(lash_State *S, const char *prompt,
+                   const char *options_json, lash_Run **run);
+
+#define LASH_RUN_RUNNING 0      /* working (or waiting for a host tool) */
+#define LASH_RUN_APPROVAL 1     /* waiting for lash_run_approve */
+#define LASH_RUN_DONE 2         /* ended with an answer (or stopped for
+                                ** approval, see the result's stop_reason) */
+#define LASH_RUN_FAILED 3       /* ended with an error */
+#define LASH_RUN_CANCELLED 4    /* cancelled, or its state was closed */
+/* A LASH_RUN_* value, or LASH_EARG for NULL. */
+int lash_run_status(const lash_Run *run);
+
+/* Once the run has ended: *output gets the answer text (NULL when it did
+** not answer) and *result_json (either may be NULL) an object with
+** "status" ("done", "failed", "cancelled"), "stop_reason", "output",
+** "usage", "pending", "messages" (the history, to continue it) and, for
+** failures, "error": {"kind", "message"}. Valid until lash_run_free.
+** LASH_EBUSY while the run is going. */
+int lash_run_result(const lash_Run *run, const char **output,
+                    const char **result_json);
+
+/* Cancel the run: its current wait ends with a "cancelled" error, its
+** toolsets close, and it ends as LASH_RUN_CANCELLED after the next step(s).
+** LASH_EGONE if it had ended already. */
+int lash_run_cancel(lash_Run *run);
+
+/* Answer an approval_request event of this run: allow, or deny with
+** message for the model (NULL: a default). LASH_EARG for an id the run
+** did not ask about or an approval answered already; LASH_EGONE once the
+** run ended. May be called before the run waits for it (e.g. from the
+** event callback). */
+int lash_run_approve(lash_Run *run, const char *call_id, int allow,
+                     const char *message);
+
+/* Release the handle. A run still going is cancelled and its memory freed
+** when it has unwound; the handle and its calls are invalid at once
+** either way, and no more events arrive for it. */
+int lash_run_free(lash_Run *run);
 
 #endif

@@ -1,9 +1,12 @@
 /*
-** state.c: lash_State, the embedding API of lash.h: a Lua state with a
-** budgeted allocator, the standard libraries, lash's module paths, the
-** preloaded C core, protected execution with tracebacks, and stepping.
+** state.c: lash_State, the state half of lash.h: a Lua state with a
+** budgeted allocator (or a host's Lua state, attached), the standard
+** libraries, lash's module paths, the preloaded C core, protected
+** execution with tracebacks, frame-budgeted stepping, the host's fd, and
+** closing. Runs, tools and specs are in embed.c.
 */
 #include "lash.h"
+#include "embed.h"
 #include "lauxlib.h"
 #include "lualib.h"
 #include "runtime.h"
@@ -11,6 +14,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,25 +25,12 @@
 #define LASH_PREFIX "/usr/local"
 #endif
 
+/* How long lash_close lets cancelled tasks unwind (sandbox teardown). */
+#define CLOSE_GRACE_MS 35000
+
+#define ATTACHED_KEY "lash.attached"   /* registry: set while attached */
+
 int luaopen_lash_core(lua_State *L);
-
-/* The allocator's bookkeeping; lives in lash_State so the budget can be
-** checked and changed from C at any time. */
-typedef struct budget {
-  lua_Alloc base;
-  void *base_ud;
-  size_t used;
-  size_t limit;          /* 0: none */
-  int exceeded;          /* set when a request was refused */
-} budget;
-
-struct lash_State {
-  lua_State *L;
-  budget mem;
-  char err[2048];
-  void (*log)(void *ud, int level, const char *msg);
-  void *log_ud;
-};
 
 static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   (void)ud; (void)osize;
@@ -51,7 +42,7 @@ static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 }
 
 static void *budget_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  budget *b = ud;
+  lash_budget *b = ud;
   size_t old = ptr ? osize : 0;
   void *np;
   /* Growing past the budget fails like an out-of-memory; shrinking and
@@ -70,17 +61,42 @@ static void *budget_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return np;
 }
 
-void lash_options_init(lash_Options *o) { memset(o, 0, sizeof *o); }
+void lash_options_init(lash_Options *o) {
+  if (o) memset(o, 0, sizeof *o);
+}
 
 const char *lash_version(void) { return LASH_VERSION_STRING; }
+
+void lashS_seterr(lash_State *S, const char *fmt, ...) {
+  va_list ap;
+  if (!S) return;
+  va_start(ap, fmt);
+  vsnprintf(S->err, sizeof S->err, fmt, ap);
+  va_end(ap);
+}
 
 static void set_err(lash_State *S, const char *msg) {
   snprintf(S->err, sizeof S->err, "%s", msg ? msg : "unknown error");
 }
 
-/* Message handler: strings and error objects get a traceback. */
+int lashS_check(lash_State *S, const char *who) {
+  if (!S) return LASH_EARG;
+  if (S->failed) {
+    /* keep the message of the failure that broke the state */
+    return S->failed;
+  }
+  if (!S->L || S->closing) {
+    lashS_seterr(S, "%s: the lash state is closing", who);
+    return LASH_EARG;
+  }
+  return LASH_OK;
+}
+
+/* Message handler: strings and error objects get a traceback; an "arg"
+** error (bad input from the host) stays the object it is. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
+  if (lash_is_error(L, 1, "arg")) return 1;
   if (msg == NULL) {
     if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
       msg = lua_tostring(L, -1);
@@ -94,7 +110,7 @@ static int msghandler(lua_State *L) {
 
 /* Call the function below nargs arguments, protected; on failure record
 ** the message (with traceback) in S->err. */
-static int pcall_traced(lash_State *S, int nargs, int nres) {
+int lashS_pcall(lash_State *S, int nargs, int nres) {
   lua_State *L = S->L;
   int base = lua_gettop(L) - nargs, st;
   lua_pushcfunction(L, msghandler);
@@ -115,9 +131,19 @@ static int pcall_traced(lash_State *S, int nargs, int nres) {
     lua_pop(L, 1);
     return LASH_EMEM;
   }
+  if (lash_is_error(L, -1, "arg")) {
+    lua_getfield(L, -1, "message");
+    set_err(S, lua_tostring(L, -1));
+    lua_pop(L, 2);
+    return LASH_EARG;
+  }
   set_err(S, lua_tostring(L, -1));
   lua_pop(L, 1);
   return LASH_ERUN;
+}
+
+static int pcall_traced(lash_State *S, int nargs, int nres) {
+  return lashS_pcall(S, nargs, nres);
 }
 
 static int file_exists(const char *p) {
@@ -173,14 +199,20 @@ static int find_lua_dir(const char *explicit_dir, char *out, size_t n) {
 typedef struct setup_args {
   const char *lua_dir;
   const char *state_root;
+  int attach;
 } setup_args;
 
+/* Make lash loadable in L: its Lua directory on package.path, lash.core
+** preloaded (unless the host already loaded one), and its runtime open so
+** lash_step works before any require. */
 static int setup(lua_State *L) {
   setup_args *a = lua_touserdata(L, 1);
   char dir[PATH_MAX];
-  luaL_openlibs(L);
+  if (!a->attach) luaL_openlibs(L);
   /* lash's modules first, then whatever LUA_PATH gave */
-  lua_getglobal(L, "package");
+  if (lua_getglobal(L, "package") != LUA_TTABLE)
+    return luaL_error(L, "lash_attach: the Lua state has no 'package' library; "
+                      "open the standard libraries (luaL_openlibs) first");
   if (find_lua_dir(a->lua_dir, dir, sizeof dir)) {
     lua_getfield(L, -1, "path");
     lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir,
@@ -189,12 +221,21 @@ static int setup(lua_State *L) {
     lua_pop(L, 1);
   }
   lua_getfield(L, -1, "preload");
-  lua_pushcfunction(L, luaopen_lash_core);
-  lua_setfield(L, -2, "lash.core");
+  if (lua_istable(L, -1)) {
+    lua_pushcfunction(L, luaopen_lash_core);
+    lua_setfield(L, -2, "lash.core");
+  }
   lua_pop(L, 2);
   if (a->state_root) {
     lua_pushstring(L, a->state_root);
     lua_setfield(L, LUA_REGISTRYINDEX, "lash.state_root");
+  }
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "lash.core");
+  lua_call(L, 1, 0);
+  if (a->attach) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, ATTACHED_KEY);
   }
   return 0;
 }
@@ -204,41 +245,91 @@ static void forward_log(void *ud, int level, const char *msg) {
   S->log(S->log_ud, level, msg);
 }
 
+static lash_State *new_state(const lash_Options *opts) {
+  lash_State *S = calloc(1, sizeof *S);
+  if (!S) return NULL;
+  S->log = opts->log;
+  S->log_ud = opts->log_ud;
+  S->glue_ref = LUA_NOREF;
+  return S;
+}
+
+/* Run setup on S->L; on failure S stays broken with the reason. */
+static void finish_open(lash_State *S, const lash_Options *opts, int attach) {
+  setup_args args;
+  int st;
+  args.lua_dir = opts->lua_dir;
+  args.state_root = opts->state_root;
+  args.attach = attach;
+  lua_pushcfunction(S->L, setup);
+  lua_pushlightuserdata(S->L, &args);
+  if ((st = pcall_traced(S, 1, 0)) != LASH_OK) {
+    S->failed = st;
+    return;
+  }
+  if (S->log) {
+    lash_runtime *rt = lash_runtime_get(S->L);
+    rt->log = forward_log;
+    rt->log_ud = S;
+  }
+}
+
 lash_State *lash_open(const lash_Options *opts) {
   lash_Options defaults;
   lash_State *S;
-  setup_args args;
   if (!opts) {
     lash_options_init(&defaults);
     opts = &defaults;
   }
-  S = calloc(1, sizeof *S);
-  if (!S) return NULL;
+  if (!(S = new_state(opts))) return NULL;
   S->mem.base = opts->alloc ? opts->alloc : default_alloc;
   S->mem.base_ud = opts->alloc_ud;
   S->mem.limit = opts->memory_limit;
-  S->log = opts->log;
-  S->log_ud = opts->log_ud;
   S->L = lua_newstate(budget_alloc, &S->mem);
   if (!S->L) {
     free(S);
     return NULL;
   }
   lua_atpanic(S->L, NULL);
-  args.lua_dir = opts->lua_dir;
-  args.state_root = opts->state_root;
-  lua_pushcfunction(S->L, setup);
-  lua_pushlightuserdata(S->L, &args);
-  if (pcall_traced(S, 1, 0) != LASH_OK) return S;  /* err says why */
-  /* open the runtime now so lash_step works before any require */
-  lua_getglobal(S->L, "require");
-  lua_pushliteral(S->L, "lash.core");
-  if (pcall_traced(S, 1, 0) != LASH_OK) return S;
-  if (S->log) {
-    lash_runtime *rt = lash_runtime_get(S->L);
-    rt->log = forward_log;
-    rt->log_ud = S;
+  finish_open(S, opts, 0);
+  return S;
+}
+
+lash_State *lash_attach(lua_State *L, const lash_Options *opts) {
+  lash_Options defaults;
+  lash_State *S;
+  if (!opts) {
+    lash_options_init(&defaults);
+    opts = &defaults;
   }
+  if (!(S = new_state(opts))) return NULL;
+  S->attached = 1;
+  if (!L) {
+    set_err(S, "lash_attach: NULL lua_State");
+    S->failed = LASH_EARG;
+    return S;
+  }
+  if (opts->memory_limit || opts->alloc) {
+    set_err(S, "lash_attach: memory_limit and alloc do not apply to an attached "
+               "Lua state (its own allocator rules); leave them 0/NULL");
+    S->failed = LASH_EARG;
+    return S;
+  }
+  /* Work on the main thread whatever thread we were given: tasks and the
+  ** runtime hang off it. */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  S->L = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  if (lua_getfield(S->L, LUA_REGISTRYINDEX, ATTACHED_KEY) != LUA_TNIL) {
+    lua_pop(S->L, 1);
+    set_err(S, "lash_attach: this Lua state is attached already (lash_close the "
+               "other lash_State first)");
+    S->failed = LASH_EARG;
+    S->L = NULL;
+    return S;
+  }
+  lua_pop(S->L, 1);
+  finish_open(S, opts, 1);
   return S;
 }
 
@@ -250,17 +341,37 @@ static lash_runtime *runtime_of(lash_State *S) {
   return rt && rt->loop ? rt : NULL;
 }
 
-void lash_close(lash_State *S) {
+int lash_close(lash_State *S) {
   lash_runtime *rt;
-  if (!S) return;
-  if (S->L) {
-    rt = runtime_of(S);
-    /* Unwind running tasks so their cleanup (destroying owned sandboxes,
-    ** closing toolsets) happens while the loop still works. */
-    if (rt && rt->ntasks > 0) lash_runtime_cancel_all(rt, 35000);
-    lua_close(S->L);
+  if (!S) return LASH_OK;
+  if (S->depth > 0) {
+    set_err(S, "lash_close: called from inside a lash callback; close the "
+               "state after lash_step returns");
+    return LASH_EBUSY;
   }
+  if (S->closing) return LASH_OK;
+  S->closing = 1;
+  if (S->L && !(S->attached && S->failed)) {
+    rt = runtime_of(S);
+    if (S->attached) {
+      /* Only what this API started is ours to stop; the host's own Lua
+      ** tasks, and the runtime they use, live on in its state. */
+      lashE_shutdown(S, CLOSE_GRACE_MS);
+      lua_pushnil(S->L);
+      lua_setfield(S->L, LUA_REGISTRYINDEX, ATTACHED_KEY);
+    } else {
+      /* Unwind running tasks so their cleanup (destroying owned
+      ** sandboxes, closing toolsets) happens while the loop still works;
+      ** runs record how they ended as they go. */
+      if (rt && rt->ntasks > 0) lash_runtime_cancel_all(rt, CLOSE_GRACE_MS);
+      lashE_shutdown(S, 0);
+      lua_close(S->L);
+    }
+  }
+  S->L = NULL;
+  lashE_release(S);
   free(S);
+  return LASH_OK;
 }
 
 lua_State *lash_lua(lash_State *S) { return S ? S->L : NULL; }
@@ -272,8 +383,9 @@ const char *lash_errmsg(lash_State *S) {
 
 int lash_dostring(lash_State *S, const char *code, const char *chunkname) {
   int st;
-  if (!S || !S->L || !code) {
-    if (S) set_err(S, "lash_dostring: NULL argument");
+  if ((st = lashS_check(S, "lash_dostring")) != LASH_OK) return st;
+  if (!code) {
+    set_err(S, "lash_dostring: NULL code");
     return LASH_EARG;
   }
   st = luaL_loadbufferx(S->L, code, strlen(code),
@@ -288,8 +400,9 @@ int lash_dostring(lash_State *S, const char *code, const char *chunkname) {
 
 int lash_dofile(lash_State *S, const char *path) {
   int st;
-  if (!S || !S->L || !path) {
-    if (S) set_err(S, "lash_dofile: NULL argument");
+  if ((st = lashS_check(S, "lash_dofile")) != LASH_OK) return st;
+  if (!path) {
+    set_err(S, "lash_dofile: NULL path");
     return LASH_EARG;
   }
   st = luaL_loadfilex(S->L, path, "t");
@@ -301,17 +414,55 @@ int lash_dofile(lash_State *S, const char *path) {
   return pcall_traced(S, 0, 0);
 }
 
+/* ---- stepping ---------------------------------------------------------- */
+
+/* The frame-budgeted scheduler step (lash_runtime_step_from with a
+** deadline): wait for I/O at most timeout_ms (not at all when tasks are
+** ready), dispatch it, then resume the tasks that were ready, oldest first,
+** until the deadline. Tasks made ready meanwhile wait for the next step,
+** so one step never runs a task twice; tasks left over keep their place
+** at the head of the queue. */
+static int step_budget(lash_runtime *rt, int timeout_ms, uint64_t deadline) {
+  lash_task *last, *t;
+  int rc;
+  if (rt->ready_head) timeout_ms = 0;
+  /* Nothing could ever wake an unbounded wait: don't block forever. */
+  else if (timeout_ms < 0 && !lash_loop_alive(rt->loop)) timeout_ms = 0;
+  rc = lash_loop_run_once(rt->loop, timeout_ms);
+  if (rc < 0) return -1;
+  last = rt->ready_tail;
+  while ((t = rt->ready_head) != NULL) {
+    rt->ready_head = t->next_ready;
+    if (!rt->ready_head) rt->ready_tail = NULL;
+    t->next_ready = NULL;
+    t->in_ready = 0;
+    lash_task_resume(t, rt->L);
+    if (t == last) break;
+    if (deadline && lash_now_ns() >= deadline) break;
+  }
+  /* Left-over tasks: keep the host's fd readable (lash_fd). */
+  if (rt->ready_head) lash_loop_wake(rt->loop);
+  return rt->ntasks > 0 || rt->ready_head != NULL;
+}
+
 static int step_protected(lua_State *L) {
   lash_runtime *rt = lua_touserdata(L, 1);
-  int timeout = (int)lua_tointeger(L, 2);
-  lua_pushinteger(L, lash_runtime_step(rt, timeout));
+  int budget = (int)lua_tointeger(L, 2);
+  uint64_t deadline = 0;
+  if (budget > 0) deadline = lash_now_ns() + (uint64_t)budget * 1000000u;
+  lua_pushinteger(L, step_budget(rt, budget, deadline));
   return 1;
 }
 
-int lash_step(lash_State *S, int timeout_ms) {
+int lash_step(lash_State *S, int budget_ms) {
   lash_runtime *rt;
   int rc;
-  if (!S || !S->L) return LASH_EARG;
+  if ((rc = lashS_check(S, "lash_step")) != LASH_OK) return rc;
+  if (S->depth > 0) {
+    set_err(S, "lash_step: called from inside a lash callback (it would "
+               "re-enter the scheduler); step from the host's loop");
+    return LASH_EBUSY;
+  }
   rt = runtime_of(S);
   if (!rt) {
     set_err(S, "lash_step: the lash runtime failed to open");
@@ -321,7 +472,7 @@ int lash_step(lash_State *S, int timeout_ms) {
   ** guards against memory errors raised while bookkeeping. */
   lua_pushcfunction(S->L, step_protected);
   lua_pushlightuserdata(S->L, rt);
-  lua_pushinteger(S->L, timeout_ms);
+  lua_pushinteger(S->L, budget_ms);
   if ((rc = pcall_traced(S, 2, 1)) != LASH_OK) return rc;
   rc = (int)lua_tointeger(S->L, -1);
   lua_pop(S->L, 1);
@@ -335,11 +486,12 @@ int lash_step(lash_State *S, int timeout_ms) {
 int lash_run(lash_State *S) {
   int rc;
   lash_runtime *rt;
-  if (!S || !S->L) return LASH_EARG;
+  if ((rc = lashS_check(S, "lash_run")) != LASH_OK) return rc;
   while ((rc = lash_step(S, -1)) > 0) {
     rt = runtime_of(S);
     if (rt && !rt->ready_head && !lash_loop_alive(rt->loop)) {
-      set_err(S, "lash_run: tasks wait for something that can no longer happen");
+      set_err(S, "lash_run: tasks wait for something that can no longer happen "
+                 "(a host tool call or an approval nobody answers?)");
       return LASH_ERUN;
     }
   }
@@ -348,14 +500,36 @@ int lash_run(lash_State *S) {
 
 int lash_fd(lash_State *S) {
   lash_runtime *rt;
-  if (!S || !S->L || !(rt = runtime_of(S))) return LASH_EARG;
+  int rc;
+  if ((rc = lashS_check(S, "lash_fd")) != LASH_OK) return rc;
+  if (!(rt = runtime_of(S))) {
+    set_err(S, "lash_fd: the lash runtime failed to open");
+    return LASH_EARG;
+  }
+  if ((rc = lash_loop_notify_enable(rt->loop)) != 0) {
+    lashS_seterr(S, "lash_fd: cannot create the notification fds: %s",
+                 strerror(-rc));
+    return LASH_ESYS;
+  }
+  if (rt->ready_head) lash_loop_wake(rt->loop);
   return lash_loop_fd(rt->loop);
 }
 
-size_t lash_memory_used(lash_State *S) { return S ? S->mem.used : 0; }
+size_t lash_memory_used(lash_State *S) {
+  if (!S || !S->L) return 0;
+  if (S->attached)
+    return (size_t)lua_gc(S->L, LUA_GCCOUNT, 0) * 1024u +
+           (size_t)lua_gc(S->L, LUA_GCCOUNTB, 0);
+  return S->mem.used;
+}
 
 int lash_set_memory_limit(lash_State *S, size_t limit) {
   if (!S) return LASH_EARG;
+  if (S->attached) {
+    set_err(S, "lash_set_memory_limit: an attached Lua state uses the host's "
+               "allocator; budget it there");
+    return LASH_EARG;
+  }
   S->mem.limit = limit;
   return LASH_OK;
 }

@@ -1,0 +1,328 @@
+--- The Lua side of the C embedding API (lash.h, src/embed.c).
+--
+-- One instance per lash_State, made on first use by `M.new(core)`, where
+-- `core` holds the C functions of src/embed.c (bound to that state). C
+-- drives the instance: it loads the agent spec, keeps the host's tools and
+-- template values, and starts runs whose events, tool calls and approvals
+-- go back to C. Nothing here is meant for Lua users.
+--
+-- Host tools are a toolset (`host tools`) appended to the loaded agent, so
+-- they are offered to every run started from C. Their handler hands the
+-- arguments (as JSON) to the host's C callback and waits, in C
+-- (core.call_tool), until the host answers with lash_call_return/retry/
+-- fail, which may be frames later. Approvals wait the same way on
+-- lash_run_approve (core.approval).
+--
+-- Errors meant as LASH_EARG (bad input from the host) are raised as
+-- `lash.error("arg", message)`; anything else is LASH_ERUN.
+-- @module lash.embed
+local lash = require "lash"
+local json = require "lash.json"
+local tool = require "lash.tool"
+local agent_mod = require "lash.agent"
+
+local M = {}
+
+local function arg_error(msg)
+  error(lash.error("arg", msg), 0)
+end
+
+local function spec_error(msg)
+  error(lash.error("spec", msg), 0)
+end
+
+-- The keys lash_run_start accepts in its options JSON, and their JSON type.
+local RUN_OPTIONS = {
+  values = "object", limits = "object", model = true, model_settings = "object",
+  stream = "boolean", deps = true, history = "array", approvals = "object", approval = "string",
+}
+local RUN_OPTION_LIST = "approval, approvals, deps, history, limits, model, model_settings, stream, values"
+
+local function json_type(v)
+  local t = type(v)
+  if t == "table" then
+    if json.is_array(v) or v[1] ~= nil then return "array" end
+    return "object"
+  end
+  if t == "string" or t == "boolean" then return t end
+  if t == "number" then return "number" end
+  return "null"
+end
+
+local function decode_options(text)
+  if text == nil or text == "" then return {} end
+  local o, err = json.try_decode(text)
+  if o == nil then arg_error("lash_run_start: the options are not valid JSON (" .. tostring(err) .. ")") end
+  if json_type(o) ~= "object" then
+    arg_error("lash_run_start: the options must be a JSON object, got " .. json_type(o))
+  end
+  for k, v in pairs(o) do
+    local want = RUN_OPTIONS[k]
+    if want == nil then
+      arg_error("lash_run_start: unknown option '" .. tostring(k) .. "' (known: " .. RUN_OPTION_LIST .. ")")
+    end
+    -- an empty JSON object decodes like an empty array; both are fine
+    local got = json_type(v)
+    if want ~= true and got ~= want and not (type(v) == "table" and next(v) == nil) then
+      arg_error("lash_run_start: option '" .. k .. "' must be a JSON " .. want .. ", got " .. got)
+    end
+  end
+  if o.values then
+    for k, v in pairs(o.values) do
+      if type(v) ~= "string" then
+        arg_error("lash_run_start: values." .. tostring(k) .. " must be a string, got " .. json_type(v))
+      end
+    end
+  end
+  if o.approval ~= nil and o.approval ~= "wait" and o.approval ~= "stop" then
+    arg_error("lash_run_start: option 'approval' must be \"wait\" (answer with lash_run_approve) or "
+      .. "\"stop\" (end the run with stop_reason approval_required), got \"" .. o.approval .. "\"")
+  end
+  return o
+end
+
+-- The agent spec loader of issue 5 (lash.spec: Lua, YAML and JSON), when
+-- this tree has it; nil otherwise.
+local function spec_module()
+  local ok, mod = pcall(require, "lash.spec")
+  if ok and type(mod) == "table" then return mod end
+  if not ok and not tostring(mod):find("module 'lash.spec' not found", 1, true) then
+    error(mod, 0)
+  end
+  return nil
+end
+
+-- Without lash.spec: a Lua chunk that returns lash.agent{...} or a table
+-- in the same shape, run in an environment that sees `lash` and the
+-- globals (the trust model of `lash run`).
+local function run_lua_spec(loader, label)
+  local env = setmetatable({ lash = lash }, { __index = _G })
+  local fn, err = loader(env)
+  if not fn then spec_error(tostring(err)) end
+  local ok, v = pcall(fn)
+  if not ok then spec_error(label .. ": " .. tostring(v)) end
+  return v
+end
+
+-- A copy of agent `a` that also offers the host tools. Reaches into the
+-- agent's own_toolsets: lash.agent has no run option to add a toolset.
+local function with_toolset(a, ts, label)
+  if type(a.own_toolsets) ~= "table" then
+    spec_error(label .. ": cannot add the host tools to this agent object (lash.agent changed: "
+      .. "lash/embed.lua needs updating)")
+  end
+  local copy = setmetatable({}, getmetatable(a))
+  for k, v in pairs(a) do copy[k] = v end
+  local sets = {}
+  for i, s in ipairs(a.own_toolsets) do sets[i] = s end
+  sets[#sets + 1] = ts
+  copy.own_toolsets = sets
+  return copy
+end
+
+local function to_agent(v, ts, label)
+  if agent_mod.is_agent(v) then return with_toolset(v, ts, label) end
+  if type(v) ~= "table" then
+    spec_error(label .. ": the spec must return lash.agent{...} or a table in the same shape, got " .. type(v))
+  end
+  local def = {}
+  for k, x in pairs(v) do def[k] = x end
+  local sets = {}
+  if type(v.toolsets) == "table" then
+    for i, s in ipairs(v.toolsets) do sets[i] = s end
+  end
+  sets[#sets + 1] = ts
+  def.toolsets = sets
+  local ok, a = pcall(lash.agent, def)
+  if not ok then spec_error(label .. ": " .. tostring(a)) end
+  return a
+end
+
+local function encode_event(ev)
+  local s = json.try_encode(ev)
+  if s then return s end
+  return json.encode { type = ev.type, run_id = ev.run_id,
+                       error = "this event could not be encoded as JSON" }
+end
+
+local repair = lash.output and lash.output.utf8_repair
+
+--- Make the embedding instance of one lash_State.
+-- @tparam table core the C functions of src/embed.c for that state
+-- @treturn table the instance C calls into
+function M.new(core)
+  local G = {}
+  local agent            -- the loaded agent, with the host tools
+  local values = {}      -- lash_set_value
+  local tools, order = {}, {}
+  local runs = {}        -- agent run id -> the C run (light userdata)
+  local host_ts = { name = "host tools", list = {} }
+  function host_ts.get_tools(self) return self.list end
+  function host_ts.for_run(self) return self end
+
+  local function rebuild()
+    local list = {}
+    for _, name in ipairs(order) do list[#list + 1] = tools[name] end
+    host_ts.list = list
+  end
+
+  --- lash_load_spec_file
+  function G.load_file(path)
+    local spec = spec_module()
+    local v
+    if spec and spec.load_file then
+      local err
+      v, err = spec.load_file(path)
+      if v == nil then spec_error(tostring(err)) end
+    elseif path:match("%.ya?ml$") or path:match("%.json$") then
+      spec_error(path .. ": YAML and JSON agent specs need lash.spec, which this build does not have yet; "
+        .. "write the spec in Lua (a file returning lash.agent{...})")
+    else
+      v = run_lua_spec(function(env) return loadfile(path, "t", env) end, path)
+    end
+    agent = to_agent(v, host_ts, path)
+  end
+
+  --- lash_load_spec_string
+  function G.load_string(text, name)
+    local label = name or "spec"
+    local spec = spec_module()
+    local v
+    if spec and spec.load_string then
+      local err
+      v, err = spec.load_string(text, label)
+      if v == nil then spec_error(tostring(err)) end
+    else
+      v = run_lua_spec(function(env) return load(text, "=" .. label, "t", env) end, label)
+    end
+    agent = to_agent(v, host_ts, label)
+  end
+
+  --- lash_set_value (value nil removes the key)
+  function G.set_value(key, value)
+    values[key] = value
+  end
+
+  --- lash_register_tool: `tud` is the C side's record of the callback.
+  function G.register_tool(tud, name, description, schema_json)
+    if not tool.valid_name(name) then
+      arg_error("lash_register_tool: the name must be 1-64 characters of letters, digits, '_' or '-', got '"
+        .. name .. "'")
+    end
+    if tools[name] then
+      arg_error("lash_register_tool: a tool named '" .. name .. "' is registered already "
+        .. "(lash_unregister_tool it first)")
+    end
+    local params
+    if schema_json ~= nil and schema_json ~= "" then
+      local err
+      params, err = json.try_decode(schema_json)
+      if params == nil then
+        arg_error("lash_register_tool '" .. name .. "': the JSON Schema is not valid JSON (" .. tostring(err) .. ")")
+      end
+    end
+    local handler = function(ctx, args)
+      local crun = runs[ctx.run.id]
+      if crun == nil then
+        error(lash.error("tool", "host tool '" .. name .. "' can only be called by runs started with lash_run_start",
+                         { tool = name }), 0)
+      end
+      local kind, text = core.call_tool(tud, crun, ctx.tool_call_id, name, json.encode(args))
+      if repair then text = repair(text) end
+      if kind == "return" then return text end
+      if kind == "retry" then error(lash.error("retry", text), 0) end
+      error(lash.error("tool", "Tool '" .. name .. "' failed: " .. text, { tool = name }), 0)
+    end
+    local ok, t = pcall(tool.new, { name = name, description = description, parameters = params,
+                                     handler = handler })
+    if not ok then arg_error("lash_register_tool: " .. tostring(t):gsub("^lash%.tool '[^']*': ", "")) end
+    tools[name] = t
+    order[#order + 1] = name
+    rebuild()
+  end
+
+  --- lash_unregister_tool
+  function G.unregister_tool(name)
+    if not tools[name] then arg_error("lash_unregister_tool: no tool named '" .. name .. "' is registered") end
+    tools[name] = nil
+    for i, n in ipairs(order) do
+      if n == name then table.remove(order, i) break end
+    end
+    rebuild()
+  end
+
+  -- Wait for the agent task and hand its outcome to C.
+  local function watch(crun, task)
+    local ok, res
+    while true do
+      local wok, a, b = pcall(task.wait, task)
+      if wok then ok, res = a, b break end
+      -- this watcher itself was cancelled (the state is closing): the
+      -- cancel is delivered once, so waiting again sees the run unwind
+      if not lash.is_error(a, "cancelled") then ok, res = false, a break end
+    end
+    local out, status = {}, "done"
+    if ok then
+      out.stop_reason, out.output, out.pending = res.stop_reason, res.output, res.pending
+      out.usage, out.messages, out.run_id = res.usage, res.messages, res.run_id
+    else
+      status = lash.is_error(res, "cancelled") and "cancelled" or "failed"
+      if type(res) == "table" then
+        out.error = { kind = res.kind or "error", message = res.message or tostring(res) }
+        out.usage, out.messages = rawget(res, "usage"), rawget(res, "messages")
+      else
+        out.error = { kind = "error", message = tostring(res) }
+      end
+    end
+    out.status = status
+    local id = core.run_id(crun)
+    if id then runs[id] = nil end
+    local text = json.try_encode(out)
+    if not text then
+      out.messages = nil
+      text = json.try_encode(out) or json.encode { status = status, error = { kind = "json",
+        message = "the run's result could not be encoded as JSON" } }
+    end
+    core.finish(crun, status, ok and res.output or nil, text)
+  end
+
+  --- lash_run_start: returns the agent task (C keeps it to cancel the run).
+  function G.start(crun, prompt, options_json)
+    if not agent then
+      arg_error("lash_run_start: no agent: load a spec first (lash_load_spec_file or lash_load_spec_string)")
+    end
+    local o = decode_options(options_json)
+    local opts = { limits = o.limits, model = o.model, model_settings = o.model_settings,
+                   deps = o.deps, history = o.history, approvals = o.approvals }
+    local vals = {}
+    for k, v in pairs(values) do vals[k] = v end
+    for k, v in pairs(o.values or {}) do vals[k] = v end
+    opts.values = vals
+    opts.stream = o.stream
+    if opts.stream == nil then opts.stream = core.wants_events() end
+    opts.on_event = function(ev)
+      if ev.type == "run_start" then
+        runs[ev.run_id] = crun
+        core.started(crun, ev.run_id)
+      elseif ev.type == "approval_request" then
+        core.expect_approval(crun, ev.id)
+      end
+      if core.wants_events() then core.emit(crun, encode_event(ev)) end
+    end
+    if o.approval ~= "stop" then
+      opts.approve = function(_, call)
+        local allow, message = core.approval(crun, call.id)
+        if allow then return true end
+        return message or false
+      end
+    end
+    local ok, task = pcall(agent.start, agent, prompt, opts)
+    if not ok then arg_error(tostring(task)) end
+    lash.spawn(watch, crun, task)
+    return task
+  end
+
+  return G
+end
+
+return M
