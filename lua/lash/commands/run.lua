@@ -5,10 +5,10 @@
 -- @module lash.commands.run
 local M = {
   summary = "run an agent spec and stream what it does",
-  usage = [[usage: lash run SPEC.lua [PROMPT] [options]
+  usage = [[usage: lash run SPEC [PROMPT] [options]
 
-Loads SPEC.lua (a Lua file returning lash.agent{...} or a table in the same
-shape), runs it on PROMPT (or on standard input when PROMPT is absent and
+Loads SPEC (a .lua file returning lash.agent{...} or a table in the same
+shape, or a .yaml/.yml/.json agent spec), runs it on PROMPT (or on standard input when PROMPT is absent and
 stdin is not a terminal), and prints the model's text as it arrives, each
 tool call with a short result, and a usage line.
 
@@ -20,6 +20,14 @@ options:
   --deps JSON      pass deps to the run (a JSON object)
   --yes            approve every tool call that needs approval
   --no-stream      do not stream the model's answer
+  --trust          load a Lua spec with the full standard library and no
+                   instruction or memory budget
+  --attach H       run in the existing sandbox H (the spec's sandbox
+                   capability attaches to it instead of creating one)
+  --owner O        the owner the sandbox was created with (lash sandbox
+                   create --owner O); under Airflow, the DAG run by default
+  --holder H       this run's identity while it holds the sandbox (default:
+                   the Airflow task instance, else the owner)
 
 environment: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY,
 OPENAI_BASE_URL, NO_COLOR.]],
@@ -53,6 +61,10 @@ local function parse_args(args, cli)
     elseif a == "--deps" then o.deps = value(a)
     elseif a == "--yes" then o.yes = true
     elseif a == "--no-stream" then o.no_stream = true
+    elseif a == "--trust" then o.trust = true
+    elseif a == "--attach" then o.attach = value(a)
+    elseif a == "--owner" then o.owner = value(a)
+    elseif a == "--holder" then o.holder = value(a)
     elseif a == "--" then
       for j = i + 1, #args do o.positional[#o.positional + 1] = args[j] end
       break
@@ -66,27 +78,10 @@ local function parse_args(args, cli)
   return o
 end
 
---- Load an agent spec file: a Lua chunk returning an agent or a table in
--- the shape of lash.agent's argument. Returns the agent, or nil, message.
-function M.load_spec(path)
-  local lash = require "lash"
-  local env = setmetatable({ lash = lash }, { __index = _G })
-  local chunk, err = loadfile(path, "t", env)
-  if not chunk then
-    return nil, err
-  end
-  local ok, spec = pcall(chunk)
-  if not ok then
-    return nil, path .. ": " .. tostring(spec)
-  end
-  local agent = require "lash.agent"
-  if agent.is_agent(spec) then return spec end
-  if type(spec) ~= "table" then
-    return nil, path .. ": the spec must return lash.agent{...} or a table in the same shape, got " .. type(spec)
-  end
-  local ok2, a = pcall(lash.agent, spec)
-  if not ok2 then return nil, path .. ": " .. tostring(a) end
-  return a
+--- Load an agent spec file (Lua, YAML or JSON; see lash.spec). Returns
+-- the agent, or nil, message.
+function M.load_spec(path, opts)
+  return require("lash.spec").load(path, opts)
 end
 
 local function read_prompt(o, render)
@@ -115,13 +110,14 @@ end
 function M.main(args, cli)
   local o = parse_args(args, cli)
   local spec_path = o.positional[1]
-  if not spec_path then cli.usage_error("missing the agent spec (a .lua file)") end
+  if not spec_path then cli.usage_error("missing the agent spec (a .lua, .yaml or .json file)") end
+  if o.owner and not o.attach then cli.usage_error("--owner only applies together with --attach") end
   if #o.positional > 2 then
     cli.usage_error("too many arguments: quote the prompt (got " .. #o.positional - 1 .. " words after the spec)")
   end
   local render = require "lash.render"
   local json = require "lash.json"
-  local agent, err = M.load_spec(spec_path)
+  local agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner })
   if not agent then
     cli.err("lash run: cannot load the spec: ", tostring(err), "\n")
     return 1
@@ -137,6 +133,7 @@ function M.main(args, cli)
     opts.deps = deps
   end
   if o.no_stream then opts.stream = false end
+  if o.holder then opts.holder = o.holder end
   opts.approve = approver(o, render)
   local printer = render.new { json = o.json, write = function(s) cli.out(s) io.stdout:flush() end,
                                tty = (not o.json) and render.is_tty(1) }

@@ -1,0 +1,569 @@
+--- Agent specs: files that define an agent, in Lua, YAML or JSON
+-- (`lash.load_spec`, `lash run SPEC`), and the named capability types they
+-- can use (`lash.register_capability`).
+--
+-- **Lua** (`.lua`): a chunk that returns `lash.agent{...}` or a plain table
+-- in the same shape. It is loaded as text (mode "t") into a fresh
+-- environment holding the lash API (read-only) and the safe standard
+-- library: no io, os.execute/exit/getenv/remove, dofile, debug,
+-- collectgarbage or require of anything but "lash", and `load` takes text
+-- only, into the spec's environment by default; each refused name
+-- raises a message saying why. Loading runs under an instruction budget
+-- and a memory budget, so an endless loop or a runaway allocation stops
+-- with a clear error. The budget covers loading the spec (and coroutines
+-- it creates), not the work its functions do later in a run: tool
+-- handlers run under the process's memory limit (--memory-limit) and
+-- their own timeouts. `trust = true` (`lash run --trust`) loads the file
+-- with the full standard library and no budget.
+--
+-- **YAML** (`.yaml`, `.yml`, through lyaml) and **JSON** (`.json`): the
+-- reference's agent spec shape, e.g.
+--
+--   model: anthropic:claude-sonnet-4-6
+--   instructions: Keep answers short.
+--   capabilities:
+--     - Sandbox
+--     - LocalSandbox: {sandbox_timeout: 600}
+--     - PrefixTools: {prefix: box, capability: {ModalSandbox: python:3.12-slim}}
+--
+-- Keys: model, name, description, instructions (a string or a list),
+-- model_settings, retries, tool_timeout, limits, values, stream, metadata
+-- (kept for tools that read specs; lash ignores it) and capabilities.
+-- A capability entry is `Name`, `{Name: arg}` (one value: the type's
+-- positional argument) or `{Name: {options}}`. Built-in types: Sandbox
+-- (positional: backend), LocalSandbox (Sandbox with backend local;
+-- positional: rootfs), ModalSandbox (backend modal; positional: image) and
+-- PrefixTools ({prefix, capability}). `session` cannot come from a file:
+-- it is a live object. Plain-table Lua specs may use the same entries.
+-- @module lash.spec
+local json = require "lash.json"
+
+local M = {}
+
+--- The default budget for loading a Lua spec without trust.
+M.BUDGET = { instructions = 10000000, memory = 64 * 1024 * 1024 }
+
+local function L()
+  return require "lash"
+end
+
+---------------------------------------------------------------------------
+-- Capability types
+
+local registry = {}
+local builtin = {}
+
+local function names()
+  local out = {}
+  for k in pairs(builtin) do out[#out + 1] = k end
+  for k in pairs(registry) do out[#out + 1] = k end
+  table.sort(out)
+  return out
+end
+
+--- The names of every capability type a spec can use, sorted.
+function M.capability_types()
+  return names()
+end
+
+--- Make a capability type usable by name in specs.
+-- @tparam string name e.g. "Notes" (a spec writes `- Notes` or
+--   `- Notes: {options}`)
+-- @tparam function constructor `function(arg, info)` returning a
+--   capability (or a table for lash.capability); `arg` is nil for a bare
+--   name, else the entry's value; `info.from_file` is true for YAML/JSON.
+--   Refuse unknown options by raising.
+function M.register_capability(name, constructor)
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+    error("lash.register_capability: name must be an identifier such as 'Notes', got " .. tostring(name), 2)
+  end
+  if type(constructor) ~= "function" then
+    error("lash.register_capability: constructor must be a function(arg, info), got " .. type(constructor), 2)
+  end
+  if builtin[name] or registry[name] then
+    error("lash.register_capability: a capability type named '" .. name .. "' is already registered", 2)
+  end
+  registry[name] = constructor
+end
+
+--- Forget a registered type (for tests and hosts that re-register).
+function M.unregister_capability(name)
+  registry[name] = nil
+end
+
+local function strip_who(msg)
+  msg = tostring(msg)
+  return (msg:gsub("^lash%.sandbox_capability: ", ""):gsub("^lash%.prefix_tools: ", ""))
+end
+
+local function sandbox_type(preset, positional)
+  return function(arg, info)
+    local opts
+    if arg == nil then
+      opts = {}
+    elseif type(arg) == "table" then
+      opts = {}
+      for k, v in pairs(arg) do opts[k] = v end
+    elseif type(arg) == "string" then
+      opts = { [positional] = arg }
+    else
+      error("expected options (a mapping) or a " .. positional .. " string, got " .. type(arg), 0)
+    end
+    if info.from_file and opts.session ~= nil then
+      error(info.name .. " cannot be built from a spec file with `session`: it takes a live, open "
+        .. "lash.sandbox session object. Set `sandbox_id` to attach to an existing sandbox, or build the "
+        .. "capability in Lua (lash.sandbox_capability{session = ...}) to share a session.", 0)
+    end
+    if preset then
+      if opts.backend ~= nil and opts.backend ~= preset then
+        error(info.name .. " is the Sandbox capability with backend '" .. preset .. "'; use Sandbox with "
+          .. "backend: " .. tostring(opts.backend) .. " to choose another backend", 0)
+      end
+      opts.backend = preset
+    end
+    return require("lash.capabilities.sandbox").new(opts)
+  end
+end
+
+builtin.Sandbox = sandbox_type(nil, "backend")
+builtin.LocalSandbox = sandbox_type("local", "rootfs")
+builtin.ModalSandbox = sandbox_type("modal", "image")
+
+local build_entry
+
+builtin.PrefixTools = function(arg, info)
+  if type(arg) ~= "table" then
+    error("expected {prefix: ..., capability: ...}, got " .. (arg == nil and "nothing" or type(arg)), 0)
+  end
+  for k in pairs(arg) do
+    if k ~= "prefix" and k ~= "capability" then
+      error("unknown option '" .. tostring(k) .. "' (PrefixTools takes prefix and capability)", 0)
+    end
+  end
+  if arg.capability == nil then error("give the capability to prefix: {prefix: x, capability: Sandbox}", 0) end
+  local inner = build_entry(arg.capability, info.where .. ".capability", info.from_file)
+  return L().prefix_tools { prefix = arg.prefix, capability = inner }
+end
+
+local function is_capability_value(v)
+  local capability = require "lash.capability"
+  local toolset = require "lash.toolset"
+  return capability.is_capability(v) or toolset.is_toolset(v)
+end
+
+-- A spec entry's name and argument, or nil when it is not in entry form.
+local function entry_form(e)
+  if type(e) == "string" then return e, nil end
+  if type(e) ~= "table" or getmetatable(e) ~= nil and getmetatable(e) ~= json.array_mt then return nil end
+  local k, v = next(e)
+  if type(k) == "string" and next(e, k) == nil and (builtin[k] or registry[k] or k:match("^%u")) then
+    return k, v
+  end
+  return nil
+end
+
+--- Build the capability of one spec entry.
+-- @param e `"Name"`, `{Name = arg}`
+-- @tparam string where for messages, e.g. "capabilities[2]"
+-- @tparam boolean from_file YAML/JSON (no `session`)
+function build_entry(e, where, from_file)
+  local name, arg = entry_form(e)
+  if not name then
+    if type(e) == "table" then
+      local n = 0
+      for _ in pairs(e) do n = n + 1 end
+      if n ~= 1 then
+        error(where .. ": a capability entry is a name, or a mapping with exactly one key (the name), got "
+          .. n .. " keys", 0)
+      end
+    end
+    error(where .. ": a capability entry is a name such as Sandbox, or {Name: options}, got " .. type(e), 0)
+  end
+  local ctor = builtin[name] or registry[name]
+  if not ctor then
+    error(where .. ": Capability '" .. name .. "' is not a known capability type. Valid choices: ["
+      .. table.concat(names(), ", ") .. "]. Register a custom one from Lua with "
+      .. "lash.register_capability(name, constructor).", 0)
+  end
+  local ok, cap = pcall(ctor, arg, { name = name, where = where, from_file = from_file })
+  if not ok then
+    local msg = type(cap) == "table" and cap.message or cap
+    if tostring(msg):find(where, 1, true) == 1 then error(msg, 0) end
+    error(where .. ": Failed to instantiate capability '" .. name .. "': " .. strip_who(msg), 0)
+  end
+  if type(cap) == "table" and not is_capability_value(cap) then
+    local ok2, c = pcall(L().capability, cap)
+    if not ok2 then error(where .. ": capability '" .. name .. "': " .. tostring(c), 0) end
+    cap = c
+  end
+  if not is_capability_value(cap) then
+    error(where .. ": the constructor of capability '" .. name .. "' returned a " .. type(cap)
+      .. ", not a capability", 0)
+  end
+  return cap
+end
+
+--- Resolve the capability entries of a spec table in place: names and
+-- `{Name: arg}` become capabilities; capabilities and lash.capability
+-- definitions are left as they are.
+function M.resolve_capabilities(list, from_file)
+  if list == nil then return nil end
+  if type(list) ~= "table" then error("capabilities must be a list, got " .. type(list), 0) end
+  local out = {}
+  for i, e in ipairs(list) do
+    local where = "capabilities[" .. i .. "]"
+    if is_capability_value(e) then
+      out[i] = e
+    elseif from_file or entry_form(e) then
+      out[i] = build_entry(e, where, from_file)
+    else
+      out[i] = e
+    end
+  end
+  return out
+end
+
+---------------------------------------------------------------------------
+-- YAML and JSON
+
+local FILE_KEYS = {
+  model = true, name = true, description = true, instructions = true, model_settings = true, retries = true,
+  tool_timeout = true, limits = true, values = true, stream = true, metadata = true, capabilities = true,
+}
+local NOT_YET = {
+  deps_schema = "lash checks no deps schema; remove it (the run's deps are passed as they are)",
+  output_schema = "lash has no structured output yet; remove it and describe the answer's shape in the "
+    .. "instructions",
+  end_strategy = "lash always runs every tool call of a turn; remove it",
+}
+
+-- Drop nulls (lyaml.null, json.null) from maps, recursively.
+local function denull(v, null_values)
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do
+    if not null_values[x] then out[k] = denull(x, null_values) end
+  end
+  return setmetatable(out, getmetatable(v) == json.array_mt and json.array_mt or nil)
+end
+
+--- Build an agent from a decoded YAML/JSON spec table.
+-- @tparam table t
+-- @tparam[opt="spec"] string where for messages
+-- @treturn agent
+-- @raise a message naming the key and the fix
+function M.from_table(t, where)
+  where = where or "spec"
+  if type(t) ~= "table" or t[1] ~= nil then
+    error(where .. ": the spec must be a mapping of keys (model, instructions, capabilities, ...), got "
+      .. (type(t) == "table" and "a list" or type(t)), 0)
+  end
+  local def = {}
+  for k, v in pairs(t) do
+    if NOT_YET[k] then error(where .. ": '" .. k .. "' is not supported: " .. NOT_YET[k], 0) end
+    if not FILE_KEYS[k] then
+      local known = {}
+      for n in pairs(FILE_KEYS) do known[#known + 1] = n end
+      table.sort(known)
+      error(where .. ": unknown key '" .. tostring(k) .. "' (known keys: " .. table.concat(known, ", ") .. ")", 0)
+    end
+    if k ~= "metadata" then def[k] = v end
+  end
+  if def.model ~= nil and type(def.model) ~= "string" then
+    error(where .. ": model must be a string such as anthropic:claude-sonnet-4-6, got " .. type(def.model), 0)
+  end
+  if def.instructions ~= nil and type(def.instructions) ~= "string" then
+    if type(def.instructions) ~= "table" then
+      error(where .. ": instructions must be a string or a list of strings, got " .. type(def.instructions), 0)
+    end
+    for i, s in ipairs(def.instructions) do
+      if type(s) ~= "string" then
+        error(where .. ": instructions[" .. i .. "] must be a string, got " .. type(s), 0)
+      end
+    end
+  end
+  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, true)
+  if not ok then error(where .. ": " .. tostring(caps), 0) end
+  def.capabilities = caps
+  local ok2, agent = pcall(L().agent, def)
+  if not ok2 then error(where .. ": " .. tostring(agent):gsub("^lash%.agent: ", ""), 0) end
+  return agent
+end
+
+local function decode_yaml(text, path)
+  local ok, lyaml = pcall(require, "lyaml")
+  if not ok then
+    error(path .. ": YAML specs need lyaml (Debian: apt-get install lua-yaml; LuaRocks: luarocks install "
+      .. "lyaml), or write the spec as JSON or Lua", 0)
+  end
+  local ok2, t = pcall(lyaml.load, text)
+  if not ok2 then error(path .. ": not valid YAML: " .. tostring(t), 0) end
+  return denull(t, { [lyaml.null] = true, [json.null] = true })
+end
+
+local function decode_json(text, path)
+  local t, err = json.try_decode(text)
+  if t == nil then error(path .. ": not valid JSON: " .. tostring(err), 0) end
+  return denull(t, { [json.null] = true })
+end
+
+---------------------------------------------------------------------------
+-- Lua specs
+
+local function refuse(what)
+  return function()
+    error(what .. " is not available to a spec loaded without --trust (a spec gets the lash API and the safe "
+      .. "standard library). Pass --trust (or trust = true) to load it with the full standard library.", 2)
+  end
+end
+
+local function refusing_table(name)
+  return setmetatable({}, {
+    __index = function(_, k) return refuse(name .. "." .. tostring(k)) end,
+    __newindex = function() error(name .. " is not available to a spec loaded without --trust", 2) end,
+  })
+end
+
+local function copy(t)
+  local out = {}
+  for k, v in pairs(t) do out[k] = v end
+  return out
+end
+
+local function read_only(t, name)
+  return setmetatable({}, {
+    __index = t,
+    __newindex = function(_, k)
+      error("the " .. name .. " table is read-only in a spec (tried to set '" .. tostring(k) .. "')", 2)
+    end,
+    __metatable = false,
+  })
+end
+
+-- The environment of a spec loaded without trust, and what it needs
+-- while running: the hook that enforces the budget, the safe string table
+-- (bounded rep) to install as the strings' __index.
+local function safe_env(budget)
+  local lash = L()
+  local count, limit_kb = 0, nil
+  local state = {}
+  local function over_memory()
+    if collectgarbage("count") <= limit_kb then return false end
+    collectgarbage("collect")
+    return collectgarbage("count") > limit_kb
+  end
+  local function hook()
+    count = count + 1
+    if count > budget.instructions then
+      state.exceeded = "instructions"
+      error("the spec's instruction budget is spent", 0)
+    end
+    if over_memory() then
+      state.exceeded = "memory"
+      error("the spec's memory budget is spent", 0)
+    end
+  end
+  function state.start()
+    collectgarbage("collect")
+    count, limit_kb = 0, collectgarbage("count") + budget.memory / 1024
+  end
+  function state.hook_thread(co)
+    debug.sethook(co, hook, "", 1)
+    return co
+  end
+  local sstring = copy(string)
+  sstring.dump = refuse("string.dump")
+  sstring.rep = function(s, n, sep)
+    s = tostring(s)
+    local reps = math.tointeger(n) or math.floor(tonumber(n) or 0)
+    local size = #s * math.max(reps, 0) + #(sep or "") * math.max(reps - 1, 0)
+    if size > budget.memory or collectgarbage("count") + size / 1024 > limit_kb then
+      state.exceeded = "memory"
+      error("string.rep of " .. math.floor(size) .. " bytes would pass the spec's memory budget", 2)
+    end
+    return string.rep(s, n, sep)
+  end
+  state.string = sstring
+  local co = copy(coroutine)
+  co.create = function(f) return state.hook_thread(coroutine.create(f)) end
+  co.wrap = function(f)
+    local c = co.create(f)
+    return function(...)
+      local r = table.pack(coroutine.resume(c, ...))
+      if not r[1] then error(r[2], 0) end
+      return table.unpack(r, 2, r.n)
+    end
+  end
+  local env = {
+    _VERSION = _VERSION, assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs,
+    pcall = pcall, select = select, tonumber = tonumber, tostring = tostring, type = type, xpcall = xpcall,
+    rawequal = rawequal, rawget = rawget, rawset = rawset, rawlen = rawlen, setmetatable = setmetatable,
+    getmetatable = function(v)
+      if type(v) == "table" then return getmetatable(v) end
+      return nil
+    end,
+    print = function(...)
+      local t = table.pack(...)
+      for i = 1, t.n do t[i] = tostring(t[i]) end
+      io.stderr:write(table.concat(t, "\t", 1, t.n), "\n")
+    end,
+    string = read_only(sstring, "string"), table = read_only(copy(table), "table"),
+    math = read_only(copy(math), "math"), utf8 = read_only(copy(utf8), "utf8"),
+    coroutine = read_only(co, "coroutine"),
+    os = setmetatable({ clock = os.clock, date = os.date, time = os.time, difftime = os.difftime }, {
+      __index = function(_, k) return refuse("os." .. tostring(k)) end,
+    }),
+    io = refusing_table("io"), debug = refusing_table("debug"), package = refusing_table("package"),
+    loadfile = refuse("loadfile"), dofile = refuse("dofile"),
+    collectgarbage = refuse("collectgarbage"),
+  }
+  local api = read_only(lash, "lash")
+  env.lash = api
+  env.require = function(name)
+    if name == "lash" then return api end
+    error("require '" .. tostring(name) .. "' is not available to a spec loaded without --trust; the lash API "
+      .. "is the global `lash` (and require \"lash\"). Pass --trust to load other modules.", 2)
+  end
+  -- text only, and into the spec's own environment unless given another
+  env.load = function(chunk, name, mode, e)
+    if mode ~= nil and mode ~= "t" then
+      error("load: only text chunks (mode \"t\") can be loaded by a spec loaded without --trust", 2)
+    end
+    return load(chunk, name, "t", e == nil and env or e)
+  end
+  env._G = env
+  return env, state
+end
+
+local function describe_error(e)
+  if type(e) == "table" then
+    if e.message then return tostring(e.message) end
+    return tostring(e)
+  end
+  return tostring(e)
+end
+
+local function run_budgeted(chunk, path, budget, state)
+  local smt = getmetatable("")
+  local saved = smt.__index
+  state.start()
+  local co = state.hook_thread(coroutine.create(chunk))
+  smt.__index = state.string
+  local ok, res = coroutine.resume(co)
+  smt.__index = saved
+  if coroutine.status(co) == "suspended" then
+    coroutine.close(co)
+    collectgarbage("collect")
+    error(path .. ": the spec yielded while loading; a spec returns its agent", 0)
+  end
+  coroutine.close(co)
+  if not ok then
+    local exceeded = state.exceeded
+    res = describe_error(res)
+    collectgarbage("collect")
+    if exceeded == "instructions" then
+      error(path .. ": the spec ran past its budget of " .. budget.instructions .. " Lua instructions while "
+        .. "loading (an endless loop?). A spec should only build the agent; pass --trust to load it without "
+        .. "limits.", 0)
+    elseif exceeded == "memory" then
+      error(path .. ": the spec used more than " .. require("lash.core").output.format_size(budget.memory)
+        .. " of memory while loading (a runaway allocation?): " .. res .. ". A spec should only build the "
+        .. "agent; pass --trust to load it without limits.", 0)
+    end
+    if res:find("not enough memory", 1, true) then
+      error(path .. ": the spec ran out of memory while loading (a runaway allocation?)", 0)
+    end
+    error(res:find(path, 1, true) == 1 and res or (path .. ": " .. res), 0)
+  end
+  return res
+end
+
+local function to_agent(spec, path)
+  local agent = require "lash.agent"
+  if agent.is_agent(spec) then return spec end
+  if type(spec) ~= "table" then
+    error(path .. ": the spec must return lash.agent{...} or a table in the same shape, got " .. type(spec), 0)
+  end
+  local def = {}
+  for k, v in pairs(spec) do def[k] = v end
+  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, false)
+  if not ok then error(path .. ": " .. tostring(caps), 0) end
+  def.capabilities = caps
+  local ok2, a = pcall(L().agent, def)
+  if not ok2 then error(path .. ": " .. tostring(a), 0) end
+  return a
+end
+
+local function load_lua(text, path, opts)
+  if opts.trust then
+    local env = setmetatable({ lash = L() }, { __index = _G })
+    local chunk, err = load(text, "@" .. path, "t", env)
+    if not chunk then error(err, 0) end
+    local ok, spec = pcall(chunk)
+    if not ok then
+      local msg = describe_error(spec)
+      error(msg:find(path, 1, true) == 1 and msg or (path .. ": " .. msg), 0)
+    end
+    return spec
+  end
+  local budget = { instructions = (opts.budget or {}).instructions or M.BUDGET.instructions,
+                   memory = (opts.budget or {}).memory or M.BUDGET.memory }
+  local env, state = safe_env(budget)
+  local chunk, err = load(text, "@" .. path, "t", env)
+  if not chunk then error(err, 0) end
+  return run_budgeted(chunk, path, budget, state)
+end
+
+---------------------------------------------------------------------------
+-- Loading
+
+local function format_of(path, given)
+  if given then return given end
+  local ext = path:match("%.([%w]+)$")
+  ext = ext and ext:lower()
+  if ext == "yaml" or ext == "yml" then return "yaml" end
+  if ext == "json" then return "json" end
+  if ext == "lua" then return "lua" end
+  return nil
+end
+
+--- Load an agent spec.
+-- @tparam string path a .lua, .yaml/.yml or .json file
+-- @tparam[opt] table opts `trust` (Lua: full standard library, no
+--   budget), `budget` ({instructions=, memory=} for Lua specs), `format`
+--   ("lua", "yaml" or "json": overrides the extension), `attach` and
+--   `owner` (make the spec's sandbox capability attach to that handle as
+--   that owner, as `lash run --attach H --owner O` does)
+-- @treturn[1] agent
+-- @treturn[2] nil
+-- @treturn[2] string what went wrong, starting with the path
+function M.load(path, opts)
+  if type(path) ~= "string" then error("lash.load_spec: path must be a string, got " .. type(path), 2) end
+  opts = opts or {}
+  if type(opts) ~= "table" then error("lash.load_spec: options must be a table, got " .. type(opts), 2) end
+  local format = format_of(path, opts.format)
+  if not format then
+    return nil, path .. ": unknown spec format; name the file .lua, .yaml, .yml or .json"
+  end
+  local f, ferr = io.open(path, "rb")
+  if not f then return nil, "cannot open " .. tostring(ferr) end
+  local text = f:read("a")
+  f:close()
+  local ok, agent = pcall(function()
+    if format == "lua" then return to_agent(load_lua(text, path, opts), path) end
+    local t = format == "yaml" and decode_yaml(text, path) or decode_json(text, path)
+    return M.from_table(t, path)
+  end)
+  if not ok then return nil, describe_error(agent) end
+  if opts.attach ~= nil then
+    local sandbox = require "lash.capabilities.sandbox"
+    local a, err = sandbox.attach_agent(agent, opts.attach, opts.owner)
+    if not a then return nil, path .. ": " .. strip_who(err) end
+    agent = a
+  elseif opts.owner ~= nil then
+    return nil, "owner only applies together with attach (--owner needs --attach)"
+  end
+  return agent
+end
+
+return M
