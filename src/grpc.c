@@ -299,7 +299,15 @@ grpc_channel *grpc_channel_new(lash_loop *loop, const char *url,
   grpc_channel *ch = calloc(1, sizeof *ch);
   if (!ch) goto oom;
   ch->loop = loop;
-  ch->url = strdup(url);
+  if (https && opts->plaintext) {
+    /* plaintext to an https:// URL: the scheme must say so too, or
+    ** libcurl would still start TLS */
+    size_t n = strlen(hostpart) + 8;
+    ch->url = malloc(n);
+    if (ch->url) snprintf(ch->url, n, "http://%s", hostpart);
+  } else {
+    ch->url = strdup(url);
+  }
   ch->ca_file = opts->ca_file ? strdup(opts->ca_file) : NULL;
   if (!ch->url || (opts->ca_file && !ch->ca_file)) goto oom;
   ch->plaintext = !https || opts->plaintext;

@@ -20,6 +20,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,20 @@ static const char *const config_options[] = {
   "server_url", "environment", "profile", "config_path", "ca_file",
   "sandbox_v2", "app", NULL
 };
+
+/* lash_sandbox_raise with printf formatting (lua_pushfstring knows no
+** precision or size modifiers). */
+static int sb_raise(lua_State *L, const char *kind, const char *code,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int sb_raise(lua_State *L, const char *kind, const char *code,
+                    const char *fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return lash_sandbox_raise(L, kind, code, "%s", buf);
+}
 
 /* ---- the client of a configuration (cached per state) -------------------- */
 
@@ -105,7 +120,7 @@ static modal_client *get_client(lua_State *L, int cfg) {
   modal_config c;
   int rc = modal_config_load(&c, &in, err, sizeof err);
   if (rc == MODAL_CONFIG_NO_CREDENTIALS)
-    lash_sandbox_raise(L, LASH_SB_AUTH, "no_credentials", "%s", err);
+    sb_raise(L, LASH_SB_AUTH, "no_credentials", "%s", err);
   if (rc != MODAL_CONFIG_OK) luaL_error(L, "modal backend: %s", err);
   client_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->cl = NULL;
@@ -275,7 +290,7 @@ static int op_call(lua_State *L, mop *op, const char *method, unsigned flags,
   r->timeout = timeout;
   r->deadline = 0;
   if (modal_rpc_start(r, reqd, req) < 0)
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "bad_request", "Modal %s: %s", method,
+    return sb_raise(L, LASH_SB_ERROR, "bad_request", "Modal %s: %s", method,
                               r->message);
   return op_wait(L, op, k);
 }
@@ -291,13 +306,13 @@ static void lower_code(int code, char *out, size_t n) {
 
 static int raise_auth(lua_State *L, int code, const char *msg) {
   if (code == GRPC_PERMISSION_DENIED)
-    return lash_sandbox_raise(L, LASH_SB_AUTH, "permission_denied",
+    return sb_raise(L, LASH_SB_AUTH, "permission_denied",
                               "Modal refused the request (%s). %s", msg, MODAL_AUTH_MESSAGE);
-  return lash_sandbox_raise(L, LASH_SB_AUTH, "unauthenticated", "%s", MODAL_AUTH_MESSAGE);
+  return sb_raise(L, LASH_SB_AUTH, "unauthenticated", "%s", MODAL_AUTH_MESSAGE);
 }
 
 static int raise_gone(lua_State *L, mop *op, const char *detail) {
-  return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "not_found",
+  return sb_raise(L, LASH_SB_UNAVAILABLE, "not_found",
                             "Modal sandbox %s is gone (terminated, expired or never "
                             "existed): %s", op->sbx ? op->sbx->id : "?", detail);
 }
@@ -317,7 +332,7 @@ static int op_fail(lua_State *L, mop *op, int targeted) {
   lower_code(code, lc, sizeof lc);
   if (code >= 0 && modal_code_transient(code)) {
     if (!targeted || !op->sbx)
-      return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "unreachable",
+      return sb_raise(L, LASH_SB_UNAVAILABLE, "unreachable",
                                 "Modal did not answer %s (%s: %s)", r->method,
                                 grpc_code_name(code), r->message);
     /* ambiguous: is the sandbox still there? */
@@ -329,7 +344,7 @@ static int op_fail(lua_State *L, mop *op, int targeted) {
                    op->sbx->v2 ? MODAL_RPC_V2 : 0, &modal_SandboxWaitRequest_desc,
                    &req, &modal_SandboxWaitResponse_desc, 10, classify_k);
   }
-  return lash_sandbox_raise(L, LASH_SB_ERROR, lc, "Modal %s failed for %s: %s: %s",
+  return sb_raise(L, LASH_SB_ERROR, lc, "Modal %s failed for %s: %s: %s",
                             r->method, op->what, grpc_code_name(code), r->message);
 }
 
@@ -345,22 +360,22 @@ static int classify_k(lua_State *L, int status, lua_KContext ctx) {
   if (r->code == GRPC_OK) {
     const modal_SandboxWaitResponse *w = r->resp;
     if (w->result && w->result->status != MODAL_STATUS_UNSPECIFIED)
-      return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, result_status(w->result->status),
+      return sb_raise(L, LASH_SB_UNAVAILABLE, result_status(w->result->status),
                                 "Modal sandbox %s has %s (%.*s); %s", op->sbx->id,
                                 w->result->status == MODAL_STATUS_TIMEOUT
                                   ? "reached the end of its lifetime" : "finished",
                                 (int)w->result->exception.n, w->result->exception.p,
                                 op->saved);
     if (op->saved_code == GRPC_FAILED_PRECONDITION)
-      return lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "%s", op->saved);
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "transient",
+      return sb_raise(L, LASH_SB_ERROR, "start_failed", "%s", op->saved);
+    return sb_raise(L, LASH_SB_ERROR, "transient",
                               "%s; the sandbox is still running, so this may work "
                               "if tried again", op->saved);
   }
   if (r->code == GRPC_NOT_FOUND) return raise_gone(L, op, op->saved);
   if (r->code == GRPC_UNAUTHENTICATED || r->code == GRPC_PERMISSION_DENIED)
     return raise_auth(L, r->code, r->message);
-  return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "unreachable",
+  return sb_raise(L, LASH_SB_UNAVAILABLE, "unreachable",
                             "%s, and polling the sandbox failed too (%s: %s)",
                             op->saved, grpc_code_name(r->code), r->message);
 }
@@ -404,13 +419,13 @@ static int prep_step(lua_State *L, mop *op, lua_KFunction k, int need_workdir) {
           continue;
         }
         if (t->task_result)
-          return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE,
+          return sb_raise(L, LASH_SB_UNAVAILABLE,
                                     result_status(t->task_result->status),
                                     "Modal sandbox %s has already finished: %.*s", s->id,
                                     (int)t->task_result->exception.n,
                                     t->task_result->exception.p);
         if (modal_now() - op->t_start > TASK_ID_WAIT)
-          return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "not_scheduled",
+          return sb_raise(L, LASH_SB_UNAVAILABLE, "not_scheduled",
                                     "Modal sandbox %s was not scheduled within %.0f s",
                                     s->id, TASK_ID_WAIT);
         op->step = PREP_TASK;
@@ -438,7 +453,7 @@ static int prep_step(lua_State *L, mop *op, lua_KFunction k, int need_workdir) {
         if (r->code != GRPC_OK) return op_fail(L, op, 1);
         const modal_TaskGetCommandRouterAccessResponse *a = r->resp;  /* {jwt, url} */
         if (!a->jwt.n || !a->url.n)
-          return lash_sandbox_raise(L, LASH_SB_ERROR, "no_router",
+          return sb_raise(L, LASH_SB_ERROR, "no_router",
                                     "Modal gave no command router access for %s", s->id);
         set_str_field(&s->router_jwt, a->jwt);
         set_str_field(&s->router_url, a->url);
@@ -744,7 +759,7 @@ static int exec_begin(lua_State *L, mop *op, pb_str *argv, size_t argc,
   x->start.timeout = 30;
   x->start.done = exec_started;
   if (modal_rpc_start(&x->start, &modal_TaskExecStartRequest_desc, &req) < 0)
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "bad_command", "cannot send the command: %s",
+    return sb_raise(L, LASH_SB_ERROR, "bad_command", "cannot send the command: %s",
                               x->start.message);
   return op_wait(L, op, k);
 }
@@ -762,7 +777,7 @@ static int exec_check(lua_State *L, mop *op, lua_KFunction k) {
             : !strcmp(x->fatal_where, "stdin") ? "TaskExecStdinWrite" : "TaskExecStdioRead";
   (void)k;
   if (x->fatal_code == GRPC_INVALID_ARGUMENT && !strcmp(x->fatal_where, "start"))
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed",
+    return sb_raise(L, LASH_SB_ERROR, "start_failed",
                               "the command did not start: %s", x->fatal_msg);
   if (x->fatal_code == GRPC_FAILED_PRECONDITION && !strcmp(x->fatal_where, "start")) {
     /* could be a bad command or a finished sandbox: poll to tell */
@@ -887,7 +902,7 @@ static int fs_raise(lua_State *L, mop *op, const char *action) {
   }
   if (!kind || !msg) {
     push_ring(L, &x->err.ring);
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "fs_error",
+    return sb_raise(L, LASH_SB_ERROR, "fs_error",
                               "cannot %s %s: modal-sandbox-fs-tools exited %d: %s", action,
                               op->path, exit_code, lua_tostring(L, -1));
   }
@@ -898,7 +913,7 @@ static int fs_raise(lua_State *L, mop *op, const char *action) {
                    : !strcmp(kind, "FileTooLarge") ? "too_large"
                    : (!strcmp(kind, "AlreadyExists") || !strcmp(kind, "PathAlreadyExists")) ? "exists"
                    : "fs_error";
-  return lash_sandbox_raise(L, LASH_SB_ERROR, code, "cannot %s %s: %s", action, op->path, msg);
+  return sb_raise(L, LASH_SB_ERROR, code, "cannot %s %s: %s", action, op->path, msg);
 }
 
 static const char *kind_of(const char *t) {
@@ -977,7 +992,7 @@ static int image_result(lua_State *L, mop *op, int status, const char *exc) {
     modal_client_cache_put(op->cl, key, op->image_id);
     return 0;
   }
-  return lash_sandbox_raise(L, LASH_SB_ERROR, "image_failed",
+  return sb_raise(L, LASH_SB_ERROR, "image_failed",
                             "Modal could not build image %s (%s): %s", op->image_tag,
                             status == MODAL_STATUS_TIMEOUT ? "timed out" : "build failed",
                             exc && *exc ? exc : "no details");
@@ -1071,7 +1086,7 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
                                         &modal_ImageJoinStreamingRequest_desc, &req, 65,
                                         join_on_msg, join_on_done, op, err, sizeof err);
         if (!op->stream)
-          return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "unreachable",
+          return sb_raise(L, LASH_SB_UNAVAILABLE, "unreachable",
                                     "cannot follow the image build: %s", err);
         op->step = C_JOIN_CHECK;
         return op_wait(L, op, create_k);
@@ -1087,11 +1102,11 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
           return op_fail(L, op, 0);
         }
         if (r->code != GRPC_OK && ++op->stream_retries > STREAM_RETRIES)
-          return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "unreachable",
+          return sb_raise(L, LASH_SB_UNAVAILABLE, "unreachable",
                                     "lost the image build stream %d times (%s: %s)",
                                     STREAM_RETRIES, grpc_code_name(r->code), r->message);
         if (modal_now() - op->t_start > IMAGE_BUILD_WAIT)
-          return lash_sandbox_raise(L, LASH_SB_ERROR, "image_failed",
+          return sb_raise(L, LASH_SB_ERROR, "image_failed",
                                     "image %s did not finish building within %.0f s",
                                     op->image_tag, IMAGE_BUILD_WAIT);
         /* the stream ended without a result (or dropped): resume after the
@@ -1112,7 +1127,7 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
       }
       case C_SECRET_CHECK: {
         if (r->code == GRPC_INVALID_ARGUMENT || r->code == GRPC_FAILED_PRECONDITION)
-          return lash_sandbox_raise(L, LASH_SB_ERROR, "bad_env", "Modal refused the sandbox "
+          return sb_raise(L, LASH_SB_ERROR, "bad_env", "Modal refused the sandbox "
                                     "env: %s", r->message);
         if (r->code != GRPC_OK) return op_fail(L, op, 0);
         const modal_SecretGetOrCreateResponse *s = r->resp;
@@ -1150,7 +1165,7 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
             r->code == GRPC_RESOURCE_EXHAUSTED || r->code == GRPC_ALREADY_EXISTS) {
           char lc[32];
           lower_code(r->code, lc, sizeof lc);
-          return lash_sandbox_raise(L, LASH_SB_ERROR, lc, "Modal refused to create the "
+          return sb_raise(L, LASH_SB_ERROR, lc, "Modal refused to create the "
                                     "sandbox: %s", r->message);
         }
         if (r->code != GRPC_OK) return op_fail(L, op, 0);
@@ -1159,7 +1174,7 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
         if (v2) id = v2->sandbox_id;
         else id = ((const modal_SandboxCreateResponse *)r->resp)->sandbox_id;
         if (!id.n)
-          return lash_sandbox_raise(L, LASH_SB_ERROR, "bad_reply",
+          return sb_raise(L, LASH_SB_ERROR, "bad_reply",
                                     "Modal created a sandbox but sent no id");
         char *sid = op_strdup(L, op, id.p, id.n);
         modal_sbx *s = modal_client_sbx(op->cl, sid);
@@ -1220,14 +1235,14 @@ static int s_create(lua_State *L) {
   if (lua_getfield(L, 2, "timeout") == LUA_TNUMBER) timeout = lua_tointeger(L, -1);
   lua_pop(L, 1);
   if (timeout < 1 || timeout > MAX_LIFETIME)
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "bad_timeout", "Modal sandboxes live at most "
-                              "%d seconds (24 hours); timeout %I is out of range",
-                              MAX_LIFETIME, timeout);
+    return sb_raise(L, LASH_SB_ERROR, "bad_timeout", "Modal sandboxes live at most "
+                              "%d seconds (24 hours); timeout %lld is out of range",
+                              MAX_LIFETIME, (long long)timeout);
   ca->def.timeout_secs = (uint32_t)timeout;
   if (lua_getfield(L, 2, "idle_timeout") == LUA_TNUMBER) {
     lua_Integer it = lua_tointeger(L, -1);
     if (it < 1 || it > MAX_LIFETIME)
-      return lash_sandbox_raise(L, LASH_SB_ERROR, "bad_timeout", "idle_timeout must be "
+      return sb_raise(L, LASH_SB_ERROR, "bad_timeout", "idle_timeout must be "
                                 "between 1 and %d seconds", MAX_LIFETIME);
     ca->def.has_idle_timeout_secs = true;
     ca->def.idle_timeout_secs = (uint32_t)it;
@@ -1347,7 +1362,7 @@ static int exec_run(lua_State *L, mop *op) {
     lua_pop(L, 1);
   }
   if (total > 65536)
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "too_long", "the command line is %zu bytes; "
+    return sb_raise(L, LASH_SB_ERROR, "too_long", "the command line is %zu bytes; "
                               "Modal takes at most 65536 (write long inputs to a file or "
                               "pass them on stdin)", total);
   lua_Integer timeout = 60, maxout = 1024 * 1024;
@@ -1478,7 +1493,7 @@ static int fs_done(lua_State *L, mop *op, const char *action) {
   mexec *x = &op->x;
   if (x->fatal_code) return exec_check(L, op, file_k);
   if (x->timed_out_local)
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "timeout", "cannot %s %s: no answer "
+    return sb_raise(L, LASH_SB_ERROR, "timeout", "cannot %s %s: no answer "
                               "within %d s", action, op->path, FS_TIMEOUT);
   if (!x->has_code || x->code != 0) return fs_raise(L, op, action);
   return 0;
@@ -1509,13 +1524,13 @@ static int file_k(lua_State *L, int status, lua_KContext ctx) {
           return r;
         push_ring(L, &op->x.out.ring);
         if (!json_decode(L) || !lua_istable(L, -1))
-          return lash_sandbox_raise(L, LASH_SB_ERROR, "bad_reply",
+          return sb_raise(L, LASH_SB_ERROR, "bad_reply",
                                     "cannot stat %s: unreadable reply", op->path);
         if (!strcmp(op->what, "read_file")) {
           lua_getfield(L, -1, "type");
           const char *t = lua_tostring(L, -1);
           if (t && !strcmp(t, "directory"))
-            return lash_sandbox_raise(L, LASH_SB_ERROR, "is_dir", "cannot read %s: it is "
+            return sb_raise(L, LASH_SB_ERROR, "is_dir", "cannot read %s: it is "
                                       "a directory", op->path);
           lua_pop(L, 1);
           lua_getfield(L, -1, "size");
@@ -1608,11 +1623,11 @@ static int file_k(lua_State *L, int status, lua_KContext ctx) {
         int r;
         if ((r = fs_done(L, op, "list")) != 0) return r;
         if (lash_ring_dropped(&op->x.out.ring))
-          return lash_sandbox_raise(L, LASH_SB_ERROR, "too_large",
+          return sb_raise(L, LASH_SB_ERROR, "too_large",
                                     "the listing of %s is larger than 64 MiB", op->path);
         push_ring(L, &op->x.out.ring);
         if (!json_decode(L) || !lua_istable(L, -1))
-          return lash_sandbox_raise(L, LASH_SB_ERROR, "bad_reply",
+          return sb_raise(L, LASH_SB_ERROR, "bad_reply",
                                     "cannot list %s: unreadable reply", op->path);
         int arr = lua_gettop(L);
         lua_Integer n = (lua_Integer)lua_rawlen(L, arr);
@@ -1706,7 +1721,7 @@ static int simple_k(lua_State *L, int status, lua_KContext ctx) {
       }
       case T_WRITE_CHECK:
         if (r->code == GRPC_INVALID_ARGUMENT)
-          return lash_sandbox_raise(L, LASH_SB_ERROR, "bad_tags", "Modal refused the tags: %s",
+          return sb_raise(L, LASH_SB_ERROR, "bad_tags", "Modal refused the tags: %s",
                                     r->message);
         if (r->code != GRPC_OK) return op_fail(L, op, 1);
         return 0;

@@ -42,6 +42,10 @@ name, or "*") until `count` matches are used up (default 1):
   {"id": "h", "method": "SandboxGetTaskId", "kind": "schedule_polls", "count": 3}
      the first polls return no task id yet
   {"id": "i", "method": "ImageJoinStreaming", "kind": "cut_stream"}  end without a result
+  {"id": "j", "method": "SandboxTagsGetV2", "kind": "expire_tokens"}  every auth token
+     minted so far stops working (the call then fails UNAUTHENTICATED)
+  {"id": "k", "method": "TaskExecWait", "kind": "expire_router_tokens"}  likewise for
+     router JWTs
 Method names may end with "*" (prefix match). Rules with "match": {"field": value}
 apply only when the request's top-level field has that value.
 """
@@ -312,11 +316,12 @@ class Exec:
         argv = list(req.command_args)
         if argv and argv[0] == FS_TOOLS:
             argv = ["/usr/bin/python3", "-I", "-S", "-c", FS_TOOL_SCRIPT] + argv[1:]
+        cwd = req.workdir if req.HasField("workdir") else sb.workdir
+        sb.check_start(argv[0], cwd, dict(req.env))
         env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                "HOME": "/root"}
         env.update(sb.env)
         env.update(dict(req.env))
-        cwd = req.workdir if req.HasField("workdir") else sb.workdir
         cmd, host_cwd = jail.argv(sb, argv, cwd, env)
         sb.prepare_dir(cwd)
         self.proc = subprocess.Popen(
@@ -409,6 +414,30 @@ class Sandbox:
         self.expiry.daemon = True
         self.expiry.start()
 
+    def view_path(self, p):
+        """Where sandbox path p lives on the host (writable tops are per sandbox)."""
+        top = p.strip("/").split("/")[0]
+        if top in self.writable_tops():
+            return self.host_path(p)
+        return p
+
+    def check_start(self, exe, cwd, env):
+        """Refuse what cannot start, as a container runtime does at exec."""
+        if not os.path.isdir(self.view_path(cwd)):
+            raise Abort(grpc.StatusCode.FAILED_PRECONDITION,
+                        "failed to start command: workdir %s does not exist" % cwd)
+        if "/" in exe:
+            cands = [exe if exe.startswith("/") else os.path.join(cwd, exe)]
+        else:
+            path = env.get("PATH") or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+            cands = [os.path.join(d, exe) for d in path.split(":") if d]
+        for c in cands:
+            hp = self.view_path(c)
+            if os.path.isfile(hp) and os.access(hp, os.X_OK):
+                return
+        raise Abort(grpc.StatusCode.FAILED_PRECONDITION,
+                    "failed to start command: executable file not found: %s" % exe)
+
     def writable_tops(self):
         tops = {"tmp", "root"}
         w = self.workdir.strip("/").split("/")[0]
@@ -457,6 +486,7 @@ class Fake:
         self.faults = Faults(os.path.join(self.state, "faults.json"))
         self.jail = Jail(args.jail)
         self.key = os.urandom(32)
+        self.valid_after = {"auth": 0.0, "router": 0.0}
         self.apps, self.images, self.secrets, self.sandboxes = {}, {}, {}, {}
         self.lock = threading.Lock()
         self.router_port = None
@@ -465,7 +495,7 @@ class Fake:
 
     def mint(self, claims, ttl):
         now = time.time()
-        claims = dict(claims, iat=int(now), exp=int(now + ttl))
+        claims = dict(claims, iat=now, exp=int(now + ttl))
         # JS decodes the payload with atob: pad it until base64url needs no - or _
         for _ in range(64):
             payload = json.dumps(claims, separators=(",", ":")).encode()
@@ -488,7 +518,7 @@ class Fake:
             return None, "malformed token"
         if claims.get("typ") != want:
             return None, "wrong token type"
-        if claims.get("exp", 0) <= time.time():
+        if claims.get("exp", 0) <= time.time() or claims.get("iat", 0) < self.valid_after[want]:
             return None, "token expired"
         return claims, None
 
@@ -552,6 +582,9 @@ class Fake:
         return gen()
 
     def inject(self, method, request):
+        for kind, which in (("expire_tokens", "auth"), ("expire_router_tokens", "router")):
+            if self.faults.take(method, kind, request):
+                self.valid_after[which] = time.time()
         r = self.faults.take(method, "status", request)
         if r:
             raise Abort(getattr(grpc.StatusCode, r.get("code", "UNAVAILABLE")),
