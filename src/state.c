@@ -92,11 +92,18 @@ int lashS_check(lash_State *S, const char *who) {
   return LASH_OK;
 }
 
-/* Message handler: strings and error objects get a traceback; an "arg"
-** error (bad input from the host) stays the object it is. */
+/* Errors about the host's input ("arg": bad arguments, "spec": a broken
+** agent spec) say all there is to say; a traceback would only show lash's
+** insides. */
+static int plain_error(lua_State *L, int idx) {
+  return lash_is_error(L, idx, "arg") || lash_is_error(L, idx, "spec");
+}
+
+/* Message handler: strings and error objects get a traceback, except the
+** plain errors above, which stay the objects they are. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
-  if (lash_is_error(L, 1, "arg")) return 1;
+  if (plain_error(L, 1)) return 1;
   if (msg == NULL) {
     if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
       msg = lua_tostring(L, -1);
@@ -131,11 +138,12 @@ int lashS_pcall(lash_State *S, int nargs, int nres) {
     lua_pop(L, 1);
     return LASH_EMEM;
   }
-  if (lash_is_error(L, -1, "arg")) {
+  if (plain_error(L, -1)) {
+    st = lash_is_error(L, -1, "arg") ? LASH_EARG : LASH_ERUN;
     lua_getfield(L, -1, "message");
     set_err(S, lua_tostring(L, -1));
     lua_pop(L, 2);
-    return LASH_EARG;
+    return st;
   }
   set_err(S, lua_tostring(L, -1));
   lua_pop(L, 1);

@@ -235,7 +235,10 @@ function M.new(core)
     end
     local ok, t = pcall(tool.new, { name = name, description = description, parameters = params,
                                      handler = handler })
-    if not ok then arg_error("lash_register_tool: " .. tostring(t):gsub("^lash%.tool '[^']*': ", "")) end
+    if not ok then
+      local msg = tostring(t):gsub("^[^:]*:%d+: ", ""):gsub("^lash%.tool '[^']*': ", "")
+      arg_error("lash_register_tool '" .. name .. "': " .. msg)
+    end
     tools[name] = t
     order[#order + 1] = name
     rebuild()

@@ -1,0 +1,696 @@
+/* test_embed.c: the engine-facing half of lash.h: agent specs, template
+** values, host tools answered at once or frames later, retries and
+** failures, events as JSON, approvals from C, cancelling, freeing and
+** closing with runs in flight, lash_fd, the frame budget, lash_attach and
+** misuse of every function. Leaks are checked by running this binary
+** under valgrind and ASan (make check). */
+#include "lash.h"
+#include "lauxlib.h"
+#include "lualib.h"
+#include "t.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- recording events and calls ---------------------------------------- */
+
+static int frame;                 /* the host's frame counter */
+
+typedef struct events {
+  char types[8192];               /* "run_start,model_request,..." */
+  int n;
+  char last_end[4096];            /* the last run_end event */
+  char approvals[8][64];          /* ids of approval_request events */
+  int napprovals;
+  int text_deltas;
+  int approve_inline;             /* answer approvals from the callback */
+  int reenter;                    /* try lash_step/lash_close/lash_run in the callback */
+  int reenter_step, reenter_close, reenter_run;
+  lash_State *S;
+} events;
+
+static events ev;
+
+/* Copy the string value of "key":"..." in json into out. */
+static int json_str(const char *json, const char *key, char *out, size_t n) {
+  char pat[64];
+  const char *p, *q;
+  snprintf(pat, sizeof pat, "\"%s\":\"", key);
+  if (!(p = strstr(json, pat))) return 0;
+  p += strlen(pat);
+  if (!(q = strchr(p, '"'))) return 0;
+  snprintf(out, n, "%.*s", (int)(q - p), p);
+  return 1;
+}
+
+static void on_event(lash_Run *run, const char *json, void *ud) {
+  events *e = ud;
+  char type[64] = "?";
+  json_str(json, "type", type, sizeof type);
+  e->n++;
+  if (strlen(e->types) + strlen(type) + 2 < sizeof e->types) {
+    strcat(e->types, type);
+    strcat(e->types, ",");
+  }
+  if (strcmp(type, "run_end") == 0) snprintf(e->last_end, sizeof e->last_end, "%s", json);
+  if (strcmp(type, "text_delta") == 0) e->text_deltas++;
+  if (strcmp(type, "approval_request") == 0 && e->napprovals < 8) {
+    json_str(json, "id", e->approvals[e->napprovals], sizeof e->approvals[0]);
+    if (e->approve_inline)
+      lash_run_approve(run, e->approvals[e->napprovals], 1, NULL);
+    e->napprovals++;
+  }
+  if (e->reenter) {
+    e->reenter_step = lash_step(e->S, 0);
+    e->reenter_close = lash_close(e->S);
+    e->reenter_run = lash_run(e->S);
+  }
+}
+
+static void events_reset(lash_State *S) {
+  memset(&ev, 0, sizeof ev);
+  ev.S = S;
+}
+
+enum { HOLD, ANSWER, RETRY_ONCE, FAIL };
+
+typedef struct tools {
+  int mode;
+  lash_Call *held[8];
+  int nheld;
+  int calls;
+  int frame_called;
+  char last_args[256];
+} tools;
+
+static tools tl;
+
+static void on_tool(lash_Call *call, const char *args, void *ud) {
+  tools *t = ud;
+  char buf[300];
+  t->calls++;
+  t->frame_called = frame;
+  snprintf(t->last_args, sizeof t->last_args, "%s", args);
+  switch (t->mode) {
+    case HOLD:
+      if (t->nheld < 8) t->held[t->nheld++] = call;
+      break;
+    case ANSWER:
+      snprintf(buf, sizeof buf, "made %s", args);
+      lash_call_return(call, buf);
+      break;
+    case RETRY_ONCE:
+      if (t->calls == 1) lash_call_retry(call, "kind must be a tree or a rock");
+      else lash_call_return(call, "made it");
+      break;
+    case FAIL:
+      lash_call_fail(call, "the scene is locked");
+      break;
+  }
+}
+
+static const char *SCHEMA =
+  "{\"type\":\"object\",\"properties\":{\"kind\":{\"type\":\"string\"}},"
+  "\"required\":[\"kind\"]}";
+
+/* Step (polling) until the run ends; the number of frames, or -1. */
+static int run_frames(lash_State *S, lash_Run *run, int max) {
+  for (int f = 0; f < max; f++) {
+    if (lash_run_status(run) >= LASH_RUN_DONE) return f;
+    frame++;
+    if (lash_step(S, 0) < 0) return -1;
+  }
+  return lash_run_status(run) >= LASH_RUN_DONE ? max : -1;
+}
+
+/* Step until the tool callback has been called n times in total. */
+static int frames_until_calls(lash_State *S, int n, int max) {
+  for (int f = 0; f < max; f++) {
+    if (tl.calls >= n) return f;
+    frame++;
+    if (lash_step(S, 0) < 0) return -1;
+  }
+  return tl.calls >= n ? max : -1;
+}
+
+static int readable(int fd, int timeout_ms) {
+  struct pollfd p = {fd, POLLIN, 0};
+  return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
+}
+
+static const char *result_json(lash_Run *run) {
+  const char *out = NULL, *json = NULL;
+  if (lash_run_result(run, &out, &json) != LASH_OK || !json) return "";
+  return json;
+}
+
+static const char *output_of(lash_Run *run) {
+  const char *out = NULL;
+  if (lash_run_result(run, &out, NULL) != LASH_OK || !out) return "";
+  return out;
+}
+
+/* The scripted model: step 1 calls spawn (kind tree); step 2 answers with
+** the instructions and the tool's result. */
+static const char *SPEC_SPAWN =
+  "return {\n"
+  "  instructions = 'hello {{ values.who }}',\n"
+  "  model = lash.script_model {\n"
+  "    { tool_calls = { { name = 'spawn', args = { kind = 'tree' } } } },\n"
+  "    function(m, info)\n"
+  "      local r = m[#m].parts[1]\n"
+  "      return info.instructions .. '|' .. r.status .. '|' .. r.content\n"
+  "    end,\n"
+  "  },\n"
+  "}\n";
+
+static lash_State *open_spawn(void) {
+  lash_State *S = lash_open(NULL);
+  events_reset(S);
+  memset(&tl, 0, sizeof tl);
+  lash_load_spec_string(S, SPEC_SPAWN, "spawn_spec");
+  lash_register_tool(S, "spawn", "Spawn an entity.", SCHEMA, on_tool, &tl);
+  lash_set_event_handler(S, on_event, &ev);
+  return S;
+}
+
+/* ---- the tests ------------------------------------------------------------ */
+
+static void test_misuse(void) {
+  lash_State *S = lash_open(NULL);
+  lash_Run *run = (lash_Run *)1;
+  T_EQ_INT(lash_load_spec_file(NULL, "x.lua"), LASH_EARG, "load_spec_file(NULL state)");
+  T_EQ_INT(lash_load_spec_file(S, NULL), LASH_EARG, "load_spec_file(NULL path)");
+  T_EQ_INT(lash_load_spec_string(NULL, "return {}", NULL), LASH_EARG, "load_spec_string(NULL state)");
+  T_EQ_INT(lash_load_spec_string(S, NULL, NULL), LASH_EARG, "load_spec_string(NULL text)");
+  T_EQ_INT(lash_set_value(NULL, "k", "v"), LASH_EARG, "set_value(NULL state)");
+  T_EQ_INT(lash_set_value(S, NULL, "v"), LASH_EARG, "set_value(NULL key)");
+  T_EQ_INT(lash_register_tool(NULL, "t", NULL, NULL, on_tool, NULL), LASH_EARG, "register_tool(NULL state)");
+  T_EQ_INT(lash_register_tool(S, NULL, NULL, NULL, on_tool, NULL), LASH_EARG, "register_tool(NULL name)");
+  T_EQ_INT(lash_register_tool(S, "t", NULL, NULL, NULL, NULL), LASH_EARG, "register_tool(NULL callback)");
+  T_EQ_INT(lash_register_tool(S, "no spaces", NULL, NULL, on_tool, NULL), LASH_EARG, "a bad tool name");
+  T_OK(strstr(lash_errmsg(S), "1-64 characters") != NULL, "says what a name may be: %s", lash_errmsg(S));
+  T_EQ_INT(lash_register_tool(S, "t", NULL, "{not json", on_tool, NULL), LASH_EARG, "a schema that is not JSON");
+  T_OK(strstr(lash_errmsg(S), "not valid JSON") != NULL, "says so: %s", lash_errmsg(S));
+  T_EQ_INT(lash_register_tool(S, "t", NULL, "{\"type\":\"array\"}", on_tool, NULL), LASH_EARG, "a schema that is not an object schema");
+  T_OK(strstr(lash_errmsg(S), "object") != NULL, "says it must be an object schema: %s", lash_errmsg(S));
+  T_EQ_INT(lash_register_tool(S, "t", "A tool.", NULL, on_tool, NULL), LASH_OK, "a tool without arguments");
+  T_EQ_INT(lash_register_tool(S, "t", "A tool.", NULL, on_tool, NULL), LASH_EARG, "the same name twice");
+  T_OK(strstr(lash_errmsg(S), "registered already") != NULL, "says so: %s", lash_errmsg(S));
+  T_EQ_INT(lash_unregister_tool(S, "nope"), LASH_EARG, "unregister an unknown tool");
+  T_EQ_INT(lash_unregister_tool(NULL, "t"), LASH_EARG, "unregister_tool(NULL state)");
+  T_EQ_INT(lash_unregister_tool(S, NULL), LASH_EARG, "unregister_tool(NULL name)");
+  T_EQ_INT(lash_unregister_tool(S, "t"), LASH_OK, "unregister a tool");
+  T_EQ_INT(lash_call_return(NULL, "x"), LASH_EARG, "call_return(NULL)");
+  T_EQ_INT(lash_call_retry(NULL, "x"), LASH_EARG, "call_retry(NULL)");
+  T_EQ_INT(lash_call_fail(NULL, "x"), LASH_EARG, "call_fail(NULL)");
+  T_EQ_INT(lash_call_status(NULL), LASH_EARG, "call_status(NULL)");
+  T_OK(!lash_call_id(NULL) && !lash_call_name(NULL) && !lash_call_args(NULL) && !lash_call_run(NULL),
+       "call accessors on NULL give NULL");
+  T_EQ_INT(lash_set_event_handler(NULL, on_event, NULL), LASH_EARG, "set_event_handler(NULL state)");
+  T_EQ_INT(lash_run_start(NULL, "p", NULL, &run), LASH_EARG, "run_start(NULL state)");
+  T_OK(run == NULL, "run_start clears *run on failure");
+  T_EQ_INT(lash_run_start(S, "p", NULL, NULL), LASH_EARG, "run_start(NULL out)");
+  T_EQ_INT(lash_run_start(S, "p", NULL, &run), LASH_EARG, "run_start before any spec");
+  T_OK(strstr(lash_errmsg(S), "load a spec first") != NULL, "says to load a spec: %s", lash_errmsg(S));
+  T_EQ_INT(lash_run_status(NULL), LASH_EARG, "run_status(NULL)");
+  T_EQ_INT(lash_run_result(NULL, NULL, NULL), LASH_EARG, "run_result(NULL)");
+  T_EQ_INT(lash_run_cancel(NULL), LASH_EARG, "run_cancel(NULL)");
+  T_EQ_INT(lash_run_approve(NULL, "id", 1, NULL), LASH_EARG, "run_approve(NULL)");
+  T_EQ_INT(lash_run_free(NULL), LASH_EARG, "run_free(NULL)");
+  T_EQ_INT(lash_fd(NULL), LASH_EARG, "fd(NULL)");
+  T_EQ_INT(lash_run(NULL), LASH_EARG, "run(NULL)");
+  T_EQ_INT(lash_dofile(NULL, "x"), LASH_EARG, "dofile(NULL)");
+  T_EQ_INT(lash_set_memory_limit(NULL, 1), LASH_EARG, "set_memory_limit(NULL)");
+  T_OK(lash_memory_used(NULL) == 0, "memory_used(NULL) is 0");
+  T_OK(lash_lua(NULL) == NULL, "lua(NULL) is NULL");
+  T_EQ_INT(lash_close(NULL), LASH_OK, "close(NULL) is a no-op");
+
+  /* bad run options */
+  lash_load_spec_string(S, SPEC_SPAWN, "s");
+  T_EQ_INT(lash_run_start(S, "p", "{nope", &run), LASH_EARG, "options that are not JSON");
+  T_OK(strstr(lash_errmsg(S), "not valid JSON") != NULL, "says so: %s", lash_errmsg(S));
+  T_EQ_INT(lash_run_start(S, "p", "[1]", &run), LASH_EARG, "options that are not an object");
+  T_EQ_INT(lash_run_start(S, "p", "{\"colour\":1}", &run), LASH_EARG, "an unknown option");
+  T_OK(strstr(lash_errmsg(S), "unknown option 'colour'") && strstr(lash_errmsg(S), "model_settings"),
+       "names it and the known ones: %s", lash_errmsg(S));
+  T_EQ_INT(lash_run_start(S, "p", "{\"limits\":3}", &run), LASH_EARG, "an option of the wrong type");
+  T_EQ_INT(lash_run_start(S, "p", "{\"values\":{\"a\":1}}", &run), LASH_EARG, "a value that is not a string");
+  T_EQ_INT(lash_run_start(S, "p", "{\"approval\":\"maybe\"}", &run), LASH_EARG, "a bad approval mode");
+  T_EQ_INT(lash_run_start(S, "p", "{\"limits\":{\"max_stepz\":1}}", &run), LASH_EARG, "a bad limit (checked by the agent)");
+  T_OK(strstr(lash_errmsg(S), "max_stepz") != NULL, "names it: %s", lash_errmsg(S));
+  T_EQ_INT(lash_step(S, 0), 0, "nothing was started by the failed calls");
+  lash_close(S);
+
+  /* a state whose opening failed answers every call with the failure */
+  S = lash_attach(NULL, NULL);
+  T_OK(S != NULL, "attach(NULL) still returns a state to report on");
+  T_EQ_INT(lash_step(S, 0), LASH_EARG, "which fails every call");
+  T_OK(strstr(lash_errmsg(S), "NULL lua_State") != NULL, "saying why: %s", lash_errmsg(S));
+  T_EQ_INT(lash_load_spec_string(S, "return {}", NULL), LASH_EARG, "load on it fails too");
+  T_EQ_INT(lash_close(S), LASH_OK, "and it closes");
+}
+
+static void test_specs(void) {
+  lash_State *S = lash_open(NULL);
+  char path[] = "/tmp/lash_test_spec_XXXXXX.lua";
+  int fd;
+  FILE *f;
+  T_EQ_INT(lash_load_spec_string(S, "return {", "broken"), LASH_ERUN, "a spec with a syntax error");
+  T_OK(strstr(lash_errmsg(S), "broken") != NULL, "names the spec: %s", lash_errmsg(S));
+  T_EQ_INT(lash_load_spec_string(S, "return 42", "num"), LASH_ERUN, "a spec that returns a number");
+  T_OK(strstr(lash_errmsg(S), "must return lash.agent") != NULL, "says what it must return");
+  T_EQ_INT(lash_load_spec_string(S, "return { colour = 1 }", "bad"), LASH_ERUN, "a spec with an unknown field");
+  T_OK(strstr(lash_errmsg(S), "colour") != NULL, "names the field: %s", lash_errmsg(S));
+  T_EQ_INT(lash_load_spec_string(S, "error('nope')", "raise"), LASH_ERUN, "a spec that raises");
+  T_EQ_INT(lash_load_spec_file(S, "/nonexistent/agent.lua"), LASH_ERUN, "a missing spec file");
+  T_OK(strstr(lash_errmsg(S), "/nonexistent/agent.lua") != NULL, "names the path");
+  fd = mkstemps(path, 4);
+  f = fdopen(fd, "w");
+  fputs("return lash.agent { name = 'filed', model = lash.script_model { 'from a file' } }\n", f);
+  fclose(f);
+  T_EQ_INT(lash_load_spec_file(S, path), LASH_OK, "a spec file returning lash.agent{...}");
+  {
+    lash_Run *run;
+    T_EQ_INT(lash_run_start(S, "hi", NULL, &run), LASH_OK, "runs it");
+    T_OK(run_frames(S, run, 50) >= 0 && lash_run_status(run) == LASH_RUN_DONE, "to the end");
+    T_EQ_STR(output_of(run), "from a file", "with the scripted answer");
+    lash_run_free(run);
+  }
+  unlink(path);
+  lash_close(S);
+}
+
+static void test_answer_at_once(void) {
+  lash_State *S = open_spawn();
+  lash_Run *run;
+  const char *json;
+  tl.mode = ANSWER;
+  T_EQ_INT(lash_set_value(S, "who", "world"), LASH_OK, "set a template value");
+  T_EQ_INT(lash_run_start(S, "build", NULL, &run), LASH_OK, "start a run");
+  T_EQ_INT(lash_run_status(run), LASH_RUN_RUNNING, "it is running");
+  T_EQ_INT(lash_run_result(run, NULL, NULL), LASH_EBUSY, "no result while it runs");
+  T_OK(strstr(lash_errmsg(S), "still going") != NULL, "says so");
+  T_OK(run_frames(S, run, 50) > 0, "it ends after some frames");
+  T_EQ_INT(lash_run_status(run), LASH_RUN_DONE, "done");
+  T_EQ_INT(tl.calls, 1, "the host tool was called once");
+  T_EQ_STR(tl.last_args, "{\"kind\":\"tree\"}", "with the arguments as JSON");
+  T_EQ_STR(output_of(run), "hello world|ok|made {\"kind\":\"tree\"}",
+           "the model saw the rendered value and the host's answer");
+  json = result_json(run);
+  T_OK(strstr(json, "\"status\":\"done\"") && strstr(json, "\"stop_reason\":\"complete\"") &&
+       strstr(json, "\"messages\":["), "the result JSON: %s", json);
+  T_OK(strstr(ev.types, "run_start,model_request,") == ev.types, "events start with run_start, model_request: %s", ev.types);
+  T_OK(strstr(ev.types, "tool_call,tool_result,") != NULL, "a tool_call then its tool_result");
+  T_OK(strstr(ev.types, "run_end,") != NULL && strstr(ev.last_end, "\"stop_reason\":\"complete\""),
+       "and run_end: %s", ev.last_end);
+  T_OK(ev.text_deltas > 0, "text streams as text_delta events when a handler is set");
+  lash_run_free(run);
+
+  /* a run's values override the state's; removing a value */
+  T_EQ_INT(lash_run_start(S, "build", "{\"values\":{\"who\":\"bob\"}}", &run), LASH_OK, "start with values");
+  run_frames(S, run, 50);
+  T_EQ_STR(output_of(run), "hello bob|ok|made {\"kind\":\"tree\"}", "the run's value wins");
+  lash_run_free(run);
+  T_EQ_INT(lash_set_value(S, "who", NULL), LASH_OK, "remove a value");
+  T_EQ_INT(lash_run_start(S, "build", NULL, &run), LASH_OK, "start again");
+  run_frames(S, run, 50);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_FAILED, "a template reading a missing value fails the run");
+  T_OK(strstr(result_json(run), "who") != NULL, "naming the value: %s", result_json(run));
+  lash_run_free(run);
+  lash_close(S);
+}
+
+static void test_three_frames_later(void) {
+  lash_State *S = open_spawn();
+  lash_Run *run;
+  lash_Call *c;
+  int called, f;
+  lash_set_value(S, "who", "you");
+  tl.mode = HOLD;
+  lash_run_start(S, "build", NULL, &run);
+  T_OK(frames_until_calls(S, 1, 50) >= 0, "the tool is called");
+  c = tl.held[0];
+  called = frame;
+  T_EQ_STR(lash_call_name(c), "spawn", "the call's tool name");
+  T_EQ_STR(lash_call_id(c), "call_1_1", "its id");
+  T_EQ_STR(lash_call_args(c), "{\"kind\":\"tree\"}", "its arguments");
+  T_OK(lash_call_run(c) == run, "and its run");
+  for (f = 0; f < 3; f++) {
+    frame++;
+    T_EQ_INT(lash_step(S, 0), 1, "work remains while the call waits");
+    T_EQ_INT(lash_call_status(c), LASH_CALL_PENDING, "the call is pending");
+    T_EQ_INT(lash_run_status(run), LASH_RUN_RUNNING, "the run waits");
+  }
+  T_EQ_INT(frame - called, 3, "three frames passed");
+  T_EQ_INT(lash_call_return(c, "a tree, three frames later"), LASH_OK, "answer it now");
+  T_EQ_INT(lash_call_status(c), LASH_CALL_ANSWERED, "answered");
+  T_EQ_INT(lash_call_return(c, "again"), LASH_EARG, "answering twice is LASH_EARG");
+  T_OK(strstr(lash_errmsg(S), "answered already") != NULL, "saying so: %s", lash_errmsg(S));
+  T_EQ_INT(lash_call_retry(c, "again"), LASH_EARG, "so is a retry after it");
+  T_EQ_INT(lash_call_fail(c, "again"), LASH_EARG, "and a failure");
+  T_OK(run_frames(S, run, 50) >= 0, "the run goes on");
+  T_EQ_STR(output_of(run), "hello you|ok|a tree, three frames later", "with the late answer");
+  T_EQ_INT(lash_call_return(c, "late"), LASH_EARG, "a finished call still refuses a second answer");
+  lash_run_free(run);
+  lash_close(S);
+}
+
+static const char *SPEC_RETRY =
+  "return { model = lash.script_model {\n"
+  "  { tool_calls = { { name = 'spawn', args = { kind = 'cloud' } } } },\n"
+  "  function(m) local r = m[#m].parts[1]\n"
+  "    assert(r.status == 'retry', 'expected a retry, got ' .. r.status)\n"
+  "    return { tool_calls = { { name = 'spawn', args = { kind = 'tree' } } }, text = r.content } end,\n"
+  "  function(m) return m[#m - 1].parts[1].text .. '|' .. m[#m].parts[1].content end,\n"
+  "} }\n";
+
+static void test_retry_and_fail(void) {
+  lash_State *S = open_spawn();
+  lash_Run *run;
+  tl.mode = RETRY_ONCE;
+  T_EQ_INT(lash_load_spec_string(S, SPEC_RETRY, "retry"), LASH_OK, "load the retry script");
+  lash_run_start(S, "build", NULL, &run);
+  T_OK(run_frames(S, run, 80) >= 0 && lash_run_status(run) == LASH_RUN_DONE, "a retried call, then done");
+  T_EQ_INT(tl.calls, 2, "the tool was called twice");
+  T_EQ_STR(output_of(run), "kind must be a tree or a rock\n\nFix the errors and try again.|made it",
+           "the model saw the retry prompt, then the answer");
+  T_OK(strstr(ev.types, "retry,") != NULL, "a retry event");
+  lash_run_free(run);
+
+  tl.mode = FAIL;
+  tl.calls = 0;
+  lash_load_spec_string(S, SPEC_SPAWN, "spawn");
+  lash_set_value(S, "who", "x");
+  lash_run_start(S, "build", NULL, &run);
+  run_frames(S, run, 50);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_FAILED, "lash_call_fail fails the run");
+  T_OK(strstr(result_json(run), "\"kind\":\"tool\"") && strstr(result_json(run), "the scene is locked"),
+       "with a tool error carrying the message: %s", result_json(run));
+  T_OK(strstr(ev.last_end, "\"stop_reason\":\"error\"") != NULL, "run_end says error");
+  lash_run_free(run);
+
+  /* a C tool driven by the offline test model (arguments from the schema) */
+  tl.mode = ANSWER;
+  tl.calls = 0;
+  lash_run_start(S, "build", "{\"model\":\"test\"}", &run);
+  run_frames(S, run, 50);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_DONE, "the test model calls the host tool");
+  T_EQ_STR(output_of(run), "{\"spawn\":\"made {\\\"kind\\\":\\\"a\\\"}\"}", "and reports its result");
+  lash_run_free(run);
+
+  /* an unregistered tool is unknown to the model */
+  T_EQ_INT(lash_unregister_tool(S, "spawn"), LASH_OK, "unregister spawn");
+  tl.calls = 0;
+  lash_run_start(S, "build", NULL, &run);
+  run_frames(S, run, 50);
+  T_EQ_INT(tl.calls, 0, "its callback is not called any more");
+  T_OK(strstr(output_of(run), "retry|Unknown tool name: 'spawn'") != NULL,
+       "the model is told the tool is unknown: %s", output_of(run));
+  lash_run_free(run);
+  lash_close(S);
+}
+
+static void test_cancel_mid_tool(void) {
+  lash_State *S = open_spawn();
+  lash_Run *run;
+  lash_Call *c;
+  lash_set_value(S, "who", "x");
+  tl.mode = HOLD;
+  lash_run_start(S, "build", NULL, &run);
+  frames_until_calls(S, 1, 50);
+  c = tl.held[0];
+  lash_step(S, 0);
+  T_EQ_INT(lash_run_cancel(run), LASH_OK, "cancel the run while its tool call waits");
+  T_OK(run_frames(S, run, 20) >= 0, "it ends");
+  T_EQ_INT(lash_run_status(run), LASH_RUN_CANCELLED, "cancelled");
+  T_EQ_INT(lash_call_status(c), LASH_CALL_CANCELLED, "the call says the run stopped waiting");
+  T_EQ_INT(lash_call_return(c, "too late"), LASH_EGONE, "answering it is LASH_EGONE");
+  T_OK(strstr(lash_errmsg(S), "no longer waited for") != NULL, "saying why: %s", lash_errmsg(S));
+  T_EQ_INT(lash_run_cancel(run), LASH_EGONE, "cancelling again is LASH_EGONE");
+  T_OK(strstr(result_json(run), "\"status\":\"cancelled\"") != NULL, "the result says cancelled");
+  T_OK(strstr(ev.last_end, "\"stop_reason\":\"cancelled\"") != NULL, "run_end says cancelled");
+  T_EQ_INT(lash_step(S, 0), 0, "nothing is left running");
+  lash_run_free(run);
+
+  /* cancelled before it ever ran */
+  lash_run_start(S, "build", NULL, &run);
+  T_EQ_INT(lash_run_cancel(run), LASH_OK, "cancel a run before its first step");
+  run_frames(S, run, 20);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_CANCELLED, "it ends cancelled");
+  lash_run_free(run);
+
+  /* freed while it waits: cancelled, then freed by lash once unwound */
+  tl.nheld = 0;
+  tl.calls = 0;
+  lash_run_start(S, "build", NULL, &run);
+  frames_until_calls(S, 1, 50);
+  T_EQ_INT(lash_run_free(run), LASH_OK, "free a run that waits on a tool");
+  ev.n = 0;
+  for (int f = 0; f < 20 && lash_step(S, 0) > 0; f++) {}
+  T_EQ_INT(lash_step(S, 0), 0, "it unwinds");
+  T_EQ_INT(ev.n, 0, "and sends no events after it was freed");
+  lash_close(S);
+}
+
+static const char *SPEC_APPROVE =
+  "local remove = lash.tool { name = 'remove', requires_approval = true,\n"
+  "  parameters = { type = 'object', properties = { what = { type = 'string' } } },\n"
+  "  handler = function(_, a) return 'removed ' .. a.what end }\n"
+  "return { tools = { remove }, model = lash.script_model {\n"
+  "  { tool_calls = { { id = 'a', name = 'remove', args = { what = 'house' } },\n"
+  "                   { id = 'b', name = 'remove', args = { what = 'tree' } } } },\n"
+  "  function(m) local p = m[#m].parts\n"
+  "    return p[1].status .. ':' .. p[1].content .. '|' .. p[2].status .. ':' .. p[2].content end,\n"
+  "} }\n";
+
+static void test_approvals(void) {
+  lash_State *S = open_spawn();
+  lash_Run *run;
+  T_EQ_INT(lash_load_spec_string(S, SPEC_APPROVE, "approve"), LASH_OK, "load a spec with a tool needing approval");
+  lash_run_start(S, "clean up", NULL, &run);
+  for (int f = 0; f < 20 && lash_run_status(run) != LASH_RUN_APPROVAL; f++) lash_step(S, 0);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_APPROVAL, "the run waits for approval");
+  T_EQ_INT(ev.napprovals, 2, "two approval_request events");
+  T_OK(strcmp(ev.approvals[0], "a") == 0 && strcmp(ev.approvals[1], "b") == 0, "with the call ids");
+  for (int f = 0; f < 3; f++) lash_step(S, 0);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_APPROVAL, "still waiting frames later");
+  T_EQ_INT(lash_run_approve(run, "zz", 1, NULL), LASH_EARG, "approving an id it did not ask about");
+  T_OK(strstr(lash_errmsg(S), "'zz'") != NULL, "names it: %s", lash_errmsg(S));
+  T_EQ_INT(lash_run_approve(run, NULL, 1, NULL), LASH_EARG, "a NULL id");
+  T_EQ_INT(lash_run_approve(run, "a", 1, NULL), LASH_OK, "allow a");
+  T_EQ_INT(lash_run_approve(run, "a", 0, NULL), LASH_EARG, "answering a twice");
+  T_EQ_INT(lash_run_status(run), LASH_RUN_APPROVAL, "b still waits");
+  T_EQ_INT(lash_run_approve(run, "b", 0, "Not the tree."), LASH_OK, "deny b with a message");
+  T_OK(run_frames(S, run, 50) >= 0 && lash_run_status(run) == LASH_RUN_DONE, "the run ends");
+  T_EQ_STR(output_of(run), "ok:removed house|denied:Not the tree.", "a ran, b was denied with the message");
+  T_EQ_INT(lash_run_approve(run, "b", 1, NULL), LASH_EARG, "b was answered already");
+  lash_run_free(run);
+
+  /* answered from inside the approval_request event */
+  events_reset(S);
+  ev.approve_inline = 1;
+  lash_run_start(S, "clean up", NULL, &run);
+  run_frames(S, run, 50);
+  T_EQ_STR(output_of(run), "ok:removed house|ok:removed tree", "approvals given from the event callback");
+  lash_run_free(run);
+
+  /* "stop" mode: the run ends and says what is pending */
+  events_reset(S);
+  lash_run_start(S, "clean up", "{\"approval\":\"stop\"}", &run);
+  run_frames(S, run, 50);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_DONE, "approval \"stop\": the run ends");
+  T_OK(strstr(result_json(run), "\"stop_reason\":\"approval_required\"") &&
+       strstr(result_json(run), "\"pending\":[") , "with approval_required and the pending calls");
+  T_EQ_INT(lash_run_approve(run, "a", 1, NULL), LASH_EGONE, "approving after the run ended is LASH_EGONE");
+  lash_run_free(run);
+  lash_close(S);
+}
+
+static void test_fd_and_budget(void) {
+  lash_State *S = open_spawn();
+  lash_Run *run;
+  lua_State *L;
+  int fd, done;
+  lash_set_value(S, "who", "x");
+  fd = lash_fd(S);
+  T_OK(fd >= 0, "lash_fd gives a descriptor");
+  T_OK(!readable(fd, 0), "not readable while idle");
+  tl.mode = HOLD;
+  lash_run_start(S, "build", NULL, &run);
+  T_OK(readable(fd, 0), "readable once a run is ready to start");
+  frames_until_calls(S, 1, 50);
+  while (readable(fd, 0) && lash_step(S, 0) > 0) {}
+  T_OK(!readable(fd, 0), "not readable while the run waits for the host");
+  lash_call_return(tl.held[0], "ok");
+  T_OK(readable(fd, 0), "readable after lash_call_return, between frames");
+  run_frames(S, run, 50);
+  lash_run_free(run);
+
+  /* a due timer makes it readable too */
+  T_EQ_INT(lash_dostring(S, "local lash = require 'lash'; slept = false; "
+                            "lash.spawn(function() lash.sleep(0.03) slept = true end)", "=t"),
+           LASH_OK, "a task that sleeps 30 ms");
+  lash_step(S, 0);
+  T_OK(!readable(fd, 0), "not readable while the timer is pending");
+  T_OK(readable(fd, 5000), "readable when it is due");
+  lash_step(S, 0);
+  T_EQ_INT(lash_dostring(S, "assert(slept)", "=t"), LASH_OK, "and the step woke the task");
+
+  /* the frame budget: 40 ready tasks of 2 ms each do not fit in 5 ms */
+  T_EQ_INT(lash_dostring(S, "local lash = require 'lash'; finished = 0; "
+                            "for i = 1, 40 do lash.spawn(function() "
+                            "local t = lash.now() while lash.now() - t < 0.002 do end "
+                            "finished = finished + 1 end) end", "=t"),
+           LASH_OK, "40 tasks that compute for 2 ms each");
+  T_EQ_INT(lash_step(S, 5), 1, "a 5 ms step leaves work");
+  L = lash_lua(S);
+  lua_getglobal(L, "finished");
+  done = (int)lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  T_OK(done > 0 && done < 40, "it resumed some of them, not all (%d)", done);
+  T_OK(readable(fd, 0), "the tasks left over keep the fd readable");
+  T_EQ_INT(lash_step(S, 0), 0, "a budget of 0 resumes every ready task");
+  T_EQ_INT(lash_dostring(S, "assert(finished == 40)", "=t"), LASH_OK, "all 40 ran");
+  lash_close(S);
+}
+
+static void test_reentry(void) {
+  lash_State *S = open_spawn();
+  lash_Run *run;
+  lash_set_value(S, "who", "x");
+  tl.mode = ANSWER;
+  ev.reenter = 1;
+  lash_run_start(S, "build", NULL, &run);
+  lash_step(S, 0);
+  T_EQ_INT(ev.reenter_step, LASH_EBUSY, "lash_step inside a callback is LASH_EBUSY");
+  T_EQ_INT(ev.reenter_close, LASH_EBUSY, "so is lash_close");
+  T_EQ_INT(ev.reenter_run, LASH_EBUSY, "and lash_run");
+  ev.reenter = 0;
+  run_frames(S, run, 50);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_DONE, "the run is unharmed");
+  lash_run_free(run);
+  lash_close(S);
+}
+
+static const char *SPEC_SLEEPY =
+  "local nap = lash.tool { name = 'nap', handler = function() lash.sleep(3600) end }\n"
+  "local remove = lash.tool { name = 'remove', requires_approval = true, handler = function() return 'x' end }\n"
+  "return { tools = { nap, remove }, model = lash.script_model {\n"
+  "  function(m) local n = m[1].parts[1].text\n"
+  "    return { tool_calls = { { name = n, args = n == 'spawn' and { kind = 'tree' } or {} } } } end } }\n";
+
+static void test_close_in_flight(void) {
+  lash_State *S = open_spawn();
+  lash_Run *runs[5];
+  lash_Call *c;
+  const char *out, *json;
+  int i;
+  lash_set_value(S, "who", "x");
+  tl.mode = ANSWER;
+  lash_run_start(S, "build", NULL, &runs[4]);
+  run_frames(S, runs[4], 50);
+  T_EQ_INT(lash_run_status(runs[4]), LASH_RUN_DONE, "one run finished before closing");
+  tl.mode = HOLD;
+  T_EQ_INT(lash_load_spec_string(S, SPEC_SLEEPY, "sleepy"), LASH_OK, "a spec whose runs wait on a host tool, an approval, a sleep");
+  lash_run_start(S, "spawn", NULL, &runs[0]);
+  lash_run_start(S, "remove", NULL, &runs[1]);
+  lash_run_start(S, "nap", NULL, &runs[2]);
+  lash_run_start(S, "nap", NULL, &runs[3]);
+  for (i = 0; i < 10; i++) lash_step(S, 0);
+  T_EQ_INT(tl.nheld, 1, "the first waits on the host tool");
+  c = tl.held[0];
+  T_EQ_INT(lash_run_status(runs[1]), LASH_RUN_APPROVAL, "the second waits for approval");
+  T_EQ_INT(lash_run_status(runs[2]), LASH_RUN_RUNNING, "the third sleeps in a Lua tool");
+  T_EQ_INT(lash_run_cancel(runs[3]), LASH_OK, "the fourth is being cancelled");
+  ev.n = 0;
+  T_EQ_INT(lash_close(S), LASH_OK, "close the state with all of them in flight");
+  T_EQ_INT(ev.n, 0, "closing delivered no events");
+  for (i = 0; i < 4; i++) {
+    T_EQ_INT(lash_run_status(runs[i]), LASH_RUN_CANCELLED, "a run in flight ends cancelled");
+    T_EQ_INT(lash_run_result(runs[i], &out, &json), LASH_OK, "its result is readable after close");
+    T_OK(out == NULL && json && strstr(json, "\"status\":\"cancelled\""), "and says cancelled: %s", json ? json : "(null)");
+  }
+  T_EQ_INT(lash_run_status(runs[4]), LASH_RUN_DONE, "the finished run keeps its status");
+  T_EQ_STR(output_of(runs[4]), "hello x|ok|made {\"kind\":\"tree\"}", "and its answer");
+  T_EQ_INT(lash_call_return(c, "late"), LASH_EGONE, "answering a call after close is LASH_EGONE");
+  T_EQ_INT(lash_call_status(c), LASH_CALL_CANCELLED, "the call says cancelled");
+  T_EQ_INT(lash_run_approve(runs[1], "call_1_1", 1, NULL), LASH_EGONE, "approving after close is LASH_EGONE");
+  T_EQ_INT(lash_run_cancel(runs[2]), LASH_EGONE, "cancelling after close is LASH_EGONE");
+  for (i = 0; i < 5; i++) T_EQ_INT(lash_run_free(runs[i]), LASH_OK, "free a run after close");
+}
+
+static void test_attach(void) {
+  lua_State *L = luaL_newstate();
+  lash_State *S, *S2;
+  lash_Options o;
+  lash_Run *run;
+  luaL_openlibs(L);
+  S = lash_attach(L, NULL);
+  T_OK(S && strcmp(lash_errmsg(S), "no error") == 0, "attach to a host's Lua state");
+  T_OK(lash_lua(S) == L, "the state is the host's");
+  S2 = lash_attach(L, NULL);
+  T_EQ_INT(lash_step(S2, 0), LASH_EARG, "a second attachment to the same state fails");
+  T_OK(strstr(lash_errmsg(S2), "attached already") != NULL, "saying so");
+  lash_close(S2);
+  events_reset(S);
+  memset(&tl, 0, sizeof tl);
+  tl.mode = HOLD;
+  lash_load_spec_string(S, SPEC_SPAWN, "spawn");
+  lash_register_tool(S, "spawn", NULL, SCHEMA, on_tool, &tl);
+  lash_set_value(S, "who", "host");
+  T_EQ_INT(lash_run_start(S, "build", NULL, &run), LASH_OK, "a run in the host's state");
+  frames_until_calls(S, 1, 50);
+  lash_call_return(tl.held[0], "attached");
+  run_frames(S, run, 50);
+  T_EQ_STR(output_of(run), "hello host|ok|attached", "runs like in an owned state");
+  lash_run_free(run);
+  T_OK(lash_memory_used(S) > 0, "memory_used reports the host's heap");
+  T_EQ_INT(lash_set_memory_limit(S, 1 << 20), LASH_EARG, "but a budget is not ours to set");
+  /* the host's own Lua use of lash keeps going after lash_close */
+  T_OK(luaL_dostring(L, "local lash = require 'lash'; host_task = lash.spawn(function() lash.sleep(0.01) return 7 end)") == LUA_OK,
+       "the host spawns its own lash task");
+  tl.nheld = 0;
+  lash_run_start(S, "build", NULL, &run);
+  frames_until_calls(S, 2, 50);
+  T_EQ_INT(lash_close(S), LASH_OK, "close the attachment with a run in flight");
+  T_EQ_INT(lash_run_status(run), LASH_RUN_CANCELLED, "the run was cancelled");
+  lash_run_free(run);
+  T_OK(luaL_dostring(L, "local lash = require 'lash'; lash.run(); assert(host_task:join() == 7)") == LUA_OK,
+       "the host's task was left alone and still finishes: %s", lua_tostring(L, -1));
+  S = lash_attach(L, NULL);
+  T_OK(S && strcmp(lash_errmsg(S), "no error") == 0, "attach again after close");
+  lash_close(S);
+  lash_options_init(&o);
+  o.memory_limit = 1 << 20;
+  S = lash_attach(L, &o);
+  T_EQ_INT(lash_step(S, 0), LASH_EARG, "attach with a memory budget is refused");
+  T_OK(strstr(lash_errmsg(S), "memory_limit") != NULL, "saying why");
+  lash_close(S);
+  lua_close(L);
+
+  L = luaL_newstate();
+  S = lash_attach(L, NULL);
+  T_EQ_INT(lash_step(S, 0), LASH_ERUN, "attach to a state without the standard libraries fails");
+  T_OK(strstr(lash_errmsg(S), "luaL_openlibs") != NULL, "saying what to do: %s", lash_errmsg(S));
+  lash_close(S);
+  lua_close(L);
+}
+
+int main(void) {
+  test_misuse();
+  test_specs();
+  test_answer_at_once();
+  test_three_frames_later();
+  test_retry_and_fail();
+  test_cancel_mid_tool();
+  test_approvals();
+  test_fd_and_budget();
+  test_reentry();
+  test_close_in_flight();
+  test_attach();
+  return T_DONE();
+}
