@@ -378,6 +378,10 @@ local function children_of_self()
 end
 
 local function fd_count()
+  -- collect first: a handle dropped by an earlier test closes its fd only
+  -- when collected, and that is not ours to count
+  collectgarbage("collect")
+  collectgarbage("collect")
   local p = io.popen("ls /proc/" .. MYPID .. "/fd | wc -l")
   local n = tonumber(p:read("a"))
   p:close()

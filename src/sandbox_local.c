@@ -747,9 +747,13 @@ typedef struct exec_op {
   lash_wait w;
   lash_loop *loop;
   lash_child child;
-  lash_io out_io, err_io, in_io;
+  lash_io out_io, err_io, in_io, info_io;
   lash_timer deadline, drain;
   int out_fd, err_fd, in_fd;
+  int info_fd;              /* bwrap's --info-fd: the namespace's init pid */
+  int init_pidfd;           /* that init, to kill the jail whatever bwrap does */
+  char info[512];
+  size_t info_len;
   lash_ring out, err;
   const char *in_data;      /* anchored: the opts table is on the stack */
   size_t in_len, in_off;
@@ -772,16 +776,67 @@ static void exec_stop_io(exec_op *op) {
   if (op->out_io.active) lash_io_stop(op->loop, &op->out_io);
   if (op->err_io.active) lash_io_stop(op->loop, &op->err_io);
   if (op->in_io.active) lash_io_stop(op->loop, &op->in_io);
+  if (op->info_io.active) lash_io_stop(op->loop, &op->info_io);
   close_fd(&op->out_fd);
   close_fd(&op->err_fd);
   close_fd(&op->in_fd);
+  close_fd(&op->info_fd);
+  close_fd(&op->init_pidfd);
   lash_timer_stop(op->loop, &op->deadline);
   lash_timer_stop(op->loop, &op->drain);
+}
+
+/* Read what bwrap wrote to --info-fd so far; once it names the child, hold
+** a pidfd on that init of the pid namespace. The pipe stays open until bwrap
+** closes it: a reader that went away would kill bwrap with SIGPIPE. */
+static void exec_read_info(exec_op *op) {
+  char *p;
+  while (op->info_fd >= 0) {
+    char sink[256];
+    ssize_t n;
+    if (op->info_len < sizeof op->info - 1)
+      n = read(op->info_fd, op->info + op->info_len,
+               sizeof op->info - 1 - op->info_len);
+    else
+      n = read(op->info_fd, sink, sizeof sink);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;                   /* EAGAIN: more later */
+    if (n == 0) {                       /* bwrap is done with it */
+      if (op->info_io.active) lash_io_stop(op->loop, &op->info_io);
+      close_fd(&op->info_fd);
+      break;
+    }
+    if (op->info_len < sizeof op->info - 1) op->info_len += (size_t)n;
+  }
+  op->info[op->info_len] = '\0';
+  if (op->init_pidfd < 0 && (p = strstr(op->info, "\"child-pid\"")) != NULL) {
+    long pid;
+    p = strchr(p, ':');
+    pid = p ? strtol(p + 1, NULL, 10) : 0;
+    if (pid > 1) op->init_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+  }
+}
+
+static void exec_info(lash_loop *loop, lash_io *io, unsigned ev) {
+  exec_op *op = io->data;
+  (void)loop;
+  (void)ev;
+  exec_read_info(op);
+}
+
+/* Kill the namespace's init (which takes every process of the jail with
+** it); bwrap's --die-with-parent does the same when bwrap dies, but a kill
+** that lands before bwrap armed it would leave the jail behind. */
+static void exec_kill_init(exec_op *op) {
+  exec_read_info(op);
+  if (op->init_pidfd >= 0)
+    syscall(SYS_pidfd_send_signal, op->init_pidfd, SIGKILL, NULL, 0);
 }
 
 static void exec_kill(exec_op *op) {
   if (!op->running) return;
   if (op->group) kill(-op->pid, SIGKILL);
+  exec_kill_init(op);
   if (lash_child_kill(&op->child, SIGKILL) != 0) kill(op->pid, SIGKILL);
 }
 
@@ -824,6 +879,7 @@ static void exec_teardown(exec_op *op) {
     lash_child_stop(op->loop, &op->child);
     while (waitpid(op->pid, &st, 0) < 0 && errno == EINTR) {}
     if (op->group) kill(-op->pid, SIGKILL);
+    exec_kill_init(op);
     op->running = 0;
     exec_wait_gone(op, 1000);
   }
@@ -905,9 +961,11 @@ static void exec_exited(lash_loop *loop, lash_child *c, int status) {
   exec_op *op = c->data;
   op->status = status;
   op->running = 0;
-  /* bwrap's exit takes the whole pid namespace with it (--die-with-parent
-  ** on its init); a plain process group has to be killed */
+  /* the command is over: nothing of the jail outlives it (bwrap's exit
+  ** takes the pid namespace with it; we make sure); a plain process group
+  ** has to be killed */
   if (op->group) kill(-op->pid, SIGKILL);
+  exec_kill_init(op);
   lash_timer_stop(loop, &op->deadline);
   if (op->out_fd >= 0 || op->err_fd >= 0)
     lash_timer_start(loop, &op->drain, DRAIN_NS, exec_drained, op);
@@ -1052,6 +1110,7 @@ static int local_exec(lua_State *L) {
   exec_op *op;
   lsb_view *v = NULL;
   char *empty[] = {NULL};   /* bwrap's own environment */
+  int infop[2] = {-1, -1};
   int argsfd = -1;
   luaL_checktype(L, 1, LUA_TTABLE);
   id = check_id(L, 2);
@@ -1087,6 +1146,7 @@ static int local_exec(lua_State *L) {
   op = lua_newuserdatauv(L, sizeof *op, 0);
   memset(op, 0, sizeof *op);
   op->out_fd = op->err_fd = op->in_fd = op->job_dirfd = -1;
+  op->info_fd = op->init_pidfd = -1;
   op->child.pidfd = -1;
   op->loop = lash_runtime_loop(L);
   lash_timer_init(&op->deadline);
@@ -1151,7 +1211,11 @@ static int local_exec(lua_State *L) {
     if (!rc && (argv.oom || envs.oom)) rc = -ENOMEM;
     /* the jail's options go through a memfd (--args), so neither the
     ** host's ps nor the jail's /proc/1/cmdline shows host paths */
+    lsb_argv_add(&jargv, "--info-fd");
+    lsb_argv_add(&jargv, "5");
+    if (!rc && jargv.oom) rc = -ENOMEM;
     if (!rc) rc = args_memfd(&jargv, &argsfd);
+    if (!rc && pipe2(infop, O_CLOEXEC) != 0) rc = -errno;
     lsb_argv_free(&jargv);
     lsb_argv_add(&jargv, m.bwrap);
     lsb_argv_add(&jargv, "--args");
@@ -1163,9 +1227,12 @@ static int local_exec(lua_State *L) {
     so.argv = jargv.v;
     so.envp = empty;
     so.pass_fd = argsfd;
+    so.pass_fd2 = infop[1];
   }
   if (!rc) rc = lsb_spawn_child(&so, &sp, &stage);
   if (argsfd >= 0) close(argsfd);
+  if (infop[1] >= 0) close(infop[1]);
+  if (rc && infop[0] >= 0) close(infop[0]);
   lsb_argv_free(&argv);
   lsb_argv_free(&envs);
   lsb_argv_free(&jargv);
@@ -1184,6 +1251,8 @@ static int local_exec(lua_State *L) {
   op->out_fd = sp.out_fd;
   op->err_fd = sp.err_fd;
   op->in_fd = sp.in_fd;
+  op->info_fd = infop[0];
+  if (op->info_fd >= 0) fcntl(op->info_fd, F_SETFL, O_NONBLOCK);
   /* a job record under the lock, so that destroy can find it */
   op->job_dirfd = dup(box->dirfd);
   if (op->job_dirfd >= 0 &&
@@ -1197,6 +1266,9 @@ static int local_exec(lua_State *L) {
                           exec_read, op)) ||
       (op->in_fd >= 0 && (rc = lash_io_start(op->loop, &op->in_io, op->in_fd,
                                              LASH_WRITE, exec_write, op))) ||
+      (op->info_fd >= 0 && (rc = lash_io_start(op->loop, &op->info_io,
+                                               op->info_fd, LASH_READ,
+                                               exec_info, op))) ||
       (rc = lash_timer_start(op->loop, &op->deadline,
                              (uint64_t)applied * 1000000000ull, exec_deadline,
                              op))) {

@@ -280,6 +280,7 @@ typedef struct lsb_spawn_opts {
   int new_session;             /* setsid(): its own process group */
   int want_stdin;
   int pass_fd;                 /* > 0: handed to the child as fd 4 */
+  int pass_fd2;                /* > 0: handed to the child as fd 5 */
   int outputs;                 /* 0: none (stdout/stderr to /dev/null),
                                ** 2: stdout and stderr pipes */
 } lsb_spawn_opts;

@@ -44,7 +44,8 @@ common options: --backend local|modal (default local), --state-root DIR
 $XDG_STATE_HOME/lash/sandboxes)
 
 exit codes: 0 success; 1 sandbox error (missing file, too large, a command
-that cannot start); 2 usage; 3 unavailable (gone, expired, no isolation);
+that cannot start); 2 usage (bad options or values); 3 unavailable (gone,
+expired, no isolation);
 4 auth (credentials refused); 5 refused (attach: wrong owner, held).
 exec exits with the command's own code, 124 when it timed out, and 125 when
 lash could not run it (the reason on stderr).]]
@@ -327,7 +328,8 @@ function M.main(args, cli)
   local kind = type(res) == "table" and res.kind
   cli.err("lash sandbox ", name, ": ", tostring(res), "\n")
   if kind and EXIT[kind] then return EXIT[kind] end
-  if kind == nil and type(res) == "string" then return EXIT.usage end
+  -- a plain string is the binding refusing a bad value: bad input
+  if not kind and type(res) == "string" then return EXIT.usage end
   return EXIT.sandbox
 end
 
