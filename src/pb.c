@@ -192,6 +192,7 @@ static void put_le64(uint8_t *p, uint64_t v) {
 }
 
 int pb_utf8_valid(const char *s, size_t n) {
+  if (n == 0) return 1;
   const unsigned char *p = (const unsigned char *)s, *e = p + n;
   while (p < e) {
     unsigned c = *p;
@@ -745,6 +746,7 @@ int pb_encode(const pb_msgdesc *d, const void *msg, pb_buf *out, pb_err *err) {
              d->name, n);
     return -1;
   }
+  if (n == 0) return 0;
   if (pb_buf_reserve(out, n) < 0) {
     snprintf(err->msg, sizeof err->msg, "out of memory encoding %s", d->name);
     return -1;
