@@ -791,3 +791,78 @@ describe("the local backend", function()
     assert.equal(1, #lash.sandbox.list { state_root = root })
   end)
 end)
+
+describe("the main job: examples/sandbox_coder.lua", function()
+  local cli = require "helpers.lash_cli"
+
+  it_local("writes a program and its test, runs it, fixes it, reads it back and reports, offline", function()
+    local root = tmpdir()
+    local out, err, code = cli.run({ "run", "examples/sandbox_coder.lua", "Write wordfreq.sh with a test" },
+      "LASH_SANDBOX_ROOT=" .. cli.quote(root))
+    local left = lash.sandbox.list { state_root = root }
+    os.execute("rm -rf '" .. root .. "'")
+    assert.equal(0, code, err)
+    assert.equal("", err)
+    assert.same({}, left)
+    local lines = {}
+    for l in (out .. "\n"):gmatch("(.-)\n") do
+      -- the preview of a call's arguments is cut at a width; its key order is not fixed
+      lines[#lines + 1] = l:match("^▸ write_file ") and "▸ write_file …" or l
+    end
+    -- results of concurrent calls print as they finish: sort each run of them
+    local i = 1
+    while i <= #lines do
+      local j = i
+      while lines[j] and lines[j]:match("^  ✓ ") do j = j + 1 end
+      if j - i > 1 then
+        local run = { table.unpack(lines, i, j - 1) }
+        table.sort(run)
+        for k = i, j - 1 do lines[k] = run[k - i + 1] end
+      end
+      i = math.max(j, i + 1)
+    end
+    assert.matches("^── 6 requests · [%d,]+ tokens in · %d+ out · 7 tool calls · %d+%.%ds$", lines[#lines - 1])
+    assert.same({
+      "● sandbox_coder · function",
+      "I'll write wordfreq.sh and a test for it, then run the test.",
+      "▸ write_file …",
+      "▸ write_file …",
+      "  ✓ Wrote 282 bytes to 'wordfreq.sh'.",
+      "  ✓ Wrote 545 bytes to 'test_wordfreq.sh'.",
+      "▸ run_command {\"command\":\"sh test_wordfreq.sh\"}",
+      "  ✓ [stdout] (+4 lines)",
+      "The test fails:",
+      "",
+      "[stdout]",
+      "ok - ranks the most frequent words",
+      "FAIL - ignores case and punctuation: got 'GO 1', want 'go 3'",
+      "ok - prints nothing for no words",
+      "[exit code: 1]",
+      "",
+      "Upper- and lower-case words are counted apart. I'll fold case first.",
+      "▸ write_file …",
+      "  ✓ Wrote 351 bytes to 'wordfreq.sh'.",
+      "▸ run_command {\"command\":\"sh test_wordfreq.sh\"}",
+      "  ✓ [stdout] (+4 lines)",
+      "The tests pass. Let me read the program back and try it on a line of Hamlet.",
+      "▸ read_file {\"path\":\"wordfreq.sh\"}",
+      "▸ run_command {\"command\":\"printf 'To be, or not to be' | sh wordfreq.sh 2\"}",
+      "  ✓ #!/bin/sh (+6 lines)",
+      "  ✓ [stdout] (+2 lines)",
+      "wordfreq.sh is done: a 7-line POSIX sh pipeline (tr, sort, uniq, awk) that prints the N most frequent "
+        .. "words of its input, case-folded. Its test, test_wordfreq.sh, passes:",
+      "",
+      "[stdout]",
+      "ok - ranks the most frequent words",
+      "ok - ignores case and punctuation",
+      "ok - prints nothing for no words",
+      "all 3 passed",
+      "",
+      "On \"To be, or not to be\" with N=2 it prints:",
+      "",
+      "[stdout]",
+      "be 2",
+      "to 2",
+    }, { table.unpack(lines, 1, #lines - 2) })
+  end)
+end)
