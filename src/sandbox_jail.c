@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -325,10 +326,15 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
   st = 3;
   close_from(o->pass_fd2 > 0 ? 6 : o->pass_fd > 0 ? 5 : 4);
   /* the loop's signal state is not the command's */
-  for (sig = 1; sig < NSIG; sig++)
-    if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+  for (sig = 1; sig < NSIG; sig++) {
+    struct sigaction sa;
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigaction(sig, &sa, NULL);
+  }
   sigemptyset(&all);
-  sigprocmask(SIG_SETMASK, &all, NULL);
+  sigprocmask(SIG_SETMASK, &all, NULL);   /* the parent blocked everything */
   if (o->new_session && setsid() < 0) child_fail(st, 2);
   if (o->chdir && chdir(o->chdir) != 0) child_fail(st, 3);
   if (o->limits) {
@@ -352,6 +358,20 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
   child_fail(st, 0);
 }
 
+struct child_args {
+  const lsb_spawn_opts *o;
+  int in, outw, errw, st;
+  pid_t parent;
+};
+
+static int child_entry(void *p) {
+  struct child_args *a = p;
+  child_main(a->o, a->in, a->outw, a->errw, a->st, a->parent);
+  return 127;
+}
+
+#define CHILD_STACK (64 * 1024)
+
 int lsb_spawn_child(const lsb_spawn_opts *o, lsb_spawn *sp,
                     const char **stage) {
   int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
@@ -369,12 +389,35 @@ int lsb_spawn_child(const lsb_spawn_opts *o, lsb_spawn *sp,
   devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) goto fail;
   *stage = "fork";
-  pid = fork();
-  if (pid < 0) goto fail;
-  if (pid == 0)
-    child_main(o, o->want_stdin ? inp[0] : devnull,
-               o->outputs ? outp[1] : devnull, o->outputs ? errp[1] : devnull,
-               stp[1], parent);
+  {
+    /* vfork-style, as posix_spawn does: the child borrows our memory until
+    ** it execs (no page tables to copy from a big Lua heap), so it runs
+    ** only syscalls, with every signal blocked until it has reset them */
+    struct child_args ca;
+    sigset_t all, old;
+    char *stack = malloc(CHILD_STACK);
+    if (!stack) {
+      errno = ENOMEM;
+      goto fail;
+    }
+    ca.o = o;
+    ca.in = o->want_stdin ? inp[0] : devnull;
+    ca.outw = o->outputs ? outp[1] : devnull;
+    ca.errw = o->outputs ? errp[1] : devnull;
+    ca.st = stp[1];
+    ca.parent = parent;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    pid = clone(child_entry, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                &ca);
+    {
+      int e = errno;
+      sigprocmask(SIG_SETMASK, &old, NULL);
+      free(stack);
+      errno = e;
+    }
+    if (pid < 0) goto fail;
+  }
   close(stp[1]);
   stp[1] = -1;
   if (inp[0] >= 0) close(inp[0]);

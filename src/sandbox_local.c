@@ -1017,26 +1017,27 @@ static int exec_env(lua_State *L, int metat, int opts, const char *home) {
 /* The arguments after argv[0], NUL-separated, in a sealed-size memfd read
 ** from the start. Returns 0 or -errno. */
 static int args_memfd(const lsb_argv *a, int *fd) {
-  size_t i;
-  int f = memfd_create("lash-bwrap-args", MFD_CLOEXEC);
-  if (f < 0) return -errno;
+  size_t i, len = 0, off = 0;
+  char *buf;
+  int f, e = 0;
+  for (i = 1; i < a->n; i++) len += strlen(a->v[i]) + 1;
+  if (!(buf = malloc(len ? len : 1))) return -ENOMEM;
   for (i = 1; i < a->n; i++) {
-    const char *s = a->v[i];
-    size_t len = strlen(s) + 1, off = 0;
-    while (off < len) {
-      ssize_t w = write(f, s + off, len - off);
-      if (w < 0) {
-        int e = errno;
-        if (e == EINTR) continue;
-        close(f);
-        return -e;
-      }
-      off += (size_t)w;
-    }
+    size_t l = strlen(a->v[i]) + 1;
+    memcpy(buf + off, a->v[i], l);
+    off += l;
   }
-  if (lseek(f, 0, SEEK_SET) != 0) {
-    int e = errno;
-    close(f);
+  f = memfd_create("lash-bwrap-args", MFD_CLOEXEC);
+  if (f < 0) e = errno;
+  for (off = 0; !e && off < len;) {
+    ssize_t w = write(f, buf + off, len - off);
+    if (w < 0 && errno != EINTR) e = errno;
+    if (w > 0) off += (size_t)w;
+  }
+  free(buf);
+  if (!e && lseek(f, 0, SEEK_SET) != 0) e = errno;
+  if (e) {
+    if (f >= 0) close(f);
     return -e;
   }
   *fd = f;

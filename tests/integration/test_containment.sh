@@ -121,9 +121,11 @@ check "DNS fails, only loopback exists" test "$(echo $out)" = "no-dns 1"
 
 # --- a fork bomb ------------------------------------------------------------
 start=$(date +%s)
-T=10 jail 'bomb() { bomb | bomb & }; bomb; sleep 30'
+T=10 jail 'bomb() { bomb | bomb & }; bomb; sleep 30' 2>/dev/null
 el=$(( $(date +%s) - start ))
-check "a fork bomb is cut at its deadline ($el s, exit $rc)" test "$rc" = 124 -a "$el" -lt 25
+# it ends at its deadline (124), or sooner when the process limit stops the
+# shell itself (the limit counts every jail of the same host uid)
+check "a fork bomb is stopped ($el s, exit $rc)" test "$rc" != 0 -a "$el" -lt 25
 sleep 0.5
 check "  nothing of it survives" test "$(leftovers 'bom[b]')" = 0
 check "  and the host keeps working" host_ok

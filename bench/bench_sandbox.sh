@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# bench/bench_sandbox.sh: the local sandbox (issue 3). (1) `exec` of `true`
+# in a local sandbox against the bare bwrap command line of the same jail
+# (built by the same code, bench/sandbox_bare.c; run with plain fork/exec),
+# median of 200 each; aim: lash within 1.3x. (2) A command printing 1 GiB:
+# lash's wall time against `head | cat > /dev/null` of the same bytes, and
+# the lash process's peak memory against the aim 2 x max_output_bytes +
+# 10 MiB. Prints rows `| name | value | unit | note |`.
+set -u
+cd "$(dirname "$0")/.."
+B=${LASH_BUILD:-build}
+LASH_BIN=${LASH_BIN:-$B/bin/lash}
+N=${LASH_BENCH_SANDBOX_RUNS:-200}
+row() { echo "| $1 | $2 | $3 | $4 |"; }
+[ -x "$LASH_BIN" ] || { echo "bench_sandbox: $LASH_BIN is missing (run make)" >&2; exit 1; }
+probe=$("$LASH_BIN" eval 'return lash.sandbox.probe()' 2>&1)
+if [ "${probe%%[[:space:]]*}" != "true" ]; then
+  row "sandbox: exec of true" "skipped" "" "no bubblewrap jail here: ${probe#false}"
+  exit 0
+fi
+mkdir -p "$B/bench"
+cc -O2 -Wall -Isrc $(pkg-config --cflags lua5.4) bench/sandbox_bare.c "$B/liblash.a" \
+   -o "$B/bench/sandbox_bare" || exit 1
+tmp=$(mktemp -d /tmp/lash-bench-sandbox.XXXXXX)
+chmod 711 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+run_lua() { "$LASH_BIN" eval "_G.arg = {$1}; dofile('bench/sandbox_bench.lua')" 2>"$tmp/err" \
+              || { cat "$tmp/err" >&2; return 1; }; }
+
+# (1) exec of true
+read -r lmed lp90 id < <(run_lua "'exec', '$tmp/state', $N") || exit 1
+bwrap=$(command -v bwrap)
+"$B/bench/sandbox_bare" 10 "$tmp/state" "$id" /workspace "$bwrap" true >/dev/null || exit 1
+read -r bmed bp90 < <("$B/bench/sandbox_bare" "$N" "$tmp/state" "$id" /workspace "$bwrap" true) || exit 1
+row "sandbox: exec of true, lash (median of $N)" "$lmed" "ms" "p90 $lp90 ms; fork, jail, pipes, loop, metadata, job record"
+row "sandbox: exec of true, bare bwrap (median of $N)" "$bmed" "ms" "p90 $bp90 ms; the same jail's command line, fork/exec only"
+row "sandbox: exec of true, lash / bare bwrap" \
+    "$(awk -v l="$lmed" -v b="$bmed" 'BEGIN { printf "%.2f", l / b }')" "x" "aim <= 1.3"
+
+# (2) 1 GiB of output
+G=1073741824
+for max in 1048576 16777216; do
+  read -r wall peak base len trunc < <(run_lua "'bigout', '$tmp/state', $G, $max") || exit 1
+  mib=$((max / 1048576))
+  row "sandbox: 1 GiB of output through lash (max_output_bytes $mib MiB)" "$wall" "s" \
+      "kept $len bytes, truncated=$trunc; $(awk -v w="$wall" 'BEGIN { printf "%.2f", 1.073741824 / w }') GB/s"
+  row "sandbox: peak RSS of lash for 1 GiB (max_output_bytes $mib MiB)" \
+      "$(awk -v p="$peak" 'BEGIN { printf "%.1f", p / 1024 }')" "MiB" \
+      "aim < $((2 * mib + 10)) MiB; the process was $(awk -v b="$base" 'BEGIN { printf "%.1f", b / 1024 }') MiB before (Lua, libcurl, TLS), the command added $(awk -v p="$peak" -v b="$base" 'BEGIN { printf "%.1f", (p - b) / 1024 }') MiB (2 x max = $((2 * mib)) MiB)"
+done
+t0=$(date +%s.%N)
+head -c $G /dev/zero | cat > /dev/null
+t1=$(date +%s.%N)
+row "sandbox: 1 GiB through head | cat > /dev/null (baseline)" \
+    "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" "s" "the same bytes without a jail or lash"
