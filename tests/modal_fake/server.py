@@ -24,7 +24,8 @@ When ready it writes DIR/ports.json {"control": P, "router": P, "pid": N,
 "jail": "bwrap"|"none", "tls": bool, "ca": path-or-null}. It logs every call to DIR/calls.jsonl (method,
 metadata with secrets redacted, the request as JSON, unknown field numbers,
 the status), keeps DIR/state.json (sandboxes and their status) current, and
-reads DIR/faults.json before every call. It exits after --lifetime seconds
+reads DIR/faults.json before every call. A call's "peer" (the client's
+address and port) tells which connection carried it. It exits after --lifetime seconds
 (default 900), when --watch-pid dies, or on SIGTERM/SIGINT, killing every
 command it started.
 
@@ -540,6 +541,7 @@ class Fake:
         def handler(request, context):
             md = {k: v for k, v in context.invocation_metadata()}
             rec = {"t": round(time.time(), 4), "server": server_name, "method": method,
+                   "peer": context.peer(),
                    "metadata": {k: ("<redacted %d>" % len(v) if k in SECRET_HEADERS else v)
                                 for k, v in md.items() if not k.endswith("-bin")},
                    "request": json_format.MessageToDict(request, preserving_proto_field_name=True),
