@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The `lash sandbox` CLI with --backend modal against the fake Modal (h2c, so
+# no CA option is needed; credentials and server URL come from a profile in
+# MODAL_CONFIG_PATH, as a user's ~/.modal.toml would give them). TAP output.
+set -u
+cd "$(dirname "$0")/../.."
+B=${LASH_BUILD:-build}
+LASH="$B/bin/lash"
+n=0; fail=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi; }
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+
+[ -x /usr/bin/python3 ] || skip_all "/usr/bin/python3 missing"
+/usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null || skip_all "python3-grpcio/protobuf missing"
+command -v protoc >/dev/null || skip_all "protoc missing"
+
+state=$(mktemp -d)
+/usr/bin/python3 tests/modal_fake/server.py --state "$state" --lifetime 300 --watch-pid $$ \
+  >"$state/server.log" 2>&1 &
+fake=$!
+trap 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$state"' EXIT
+for _ in $(seq 300); do [ -f "$state/ports.json" ] && break; sleep 0.1; done
+[ -f "$state/ports.json" ] || { echo "Bail out! fake did not start"; cat "$state/server.log"; exit 1; }
+port=$(/usr/bin/python3 -c "import json;print(json.load(open('$state/ports.json'))['control'])")
+cat >"$state/modal.toml" <<TOML
+[ci]
+active = true
+token_id = "ak-fake-id"
+token_secret = "as-fake-secret"
+server_url = "http://127.0.0.1:$port"
+TOML
+export MODAL_CONFIG_PATH="$state/modal.toml"
+unset MODAL_TOKEN_ID MODAL_TOKEN_SECRET MODAL_SERVER_URL MODAL_PROFILE
+
+id=$("$LASH" sandbox create --backend modal --workdir /work --tag step=1 --env GREETING=hi)
+ok $? "create prints an id ($id)"
+out=$("$LASH" sandbox exec "$id" --backend modal -- sh -c 'echo $GREETING from $(pwd)')
+ok $? "exec runs"
+[ "$out" = "hi from /work" ]; ok $? "exec output is the command's ($out)"
+"$LASH" sandbox exec "$id" --backend modal -- sh -c 'exit 7'
+[ $? = 7 ]; ok $? "exec exits with the command's code"
+printf 'data\n' | "$LASH" sandbox write "$id" --backend modal in/file.txt
+ok $? "write from stdin (parents created)"
+[ "$("$LASH" sandbox read "$id" --backend modal in/file.txt)" = "data" ]; ok $? "read back"
+"$LASH" sandbox ls "$id" --backend modal in | grep -q '^file.txt$'; ok $? "ls lists it"
+"$LASH" sandbox tags "$id" --backend modal | grep -q '^step=1$'; ok $? "tags show the create tag"
+"$LASH" sandbox read "$id" --backend modal nope 2>/dev/null
+[ $? = 1 ]; ok $? "a missing file exits 1"
+"$LASH" sandbox destroy "$id" --backend modal; ok $? "destroy"
+"$LASH" sandbox destroy "$id" --backend modal; ok $? "destroy again is fine"
+"$LASH" sandbox exec "$id" --backend modal -- true 2>"$state/err"
+rc=$?
+[ $rc = 125 ] && grep -q unavailable "$state/err"
+ok $? "exec on a destroyed sandbox: exit 125 (exec's 'could not run'), error kind unavailable (rc $rc)"
+MODAL_CONFIG_PATH="$state/none.toml" "$LASH" sandbox create --backend modal 2>"$state/err"
+rc=$?
+[ $rc = 4 ] && grep -q MODAL_TOKEN_ID "$state/err"; ok $? "no credentials: exit 4 and how to set them (rc $rc)"
+running=$(/usr/bin/python3 -c "import json;s=json.load(open('$state/state.json'))['sandboxes'];print(sum(1 for v in s.values() if v['running']))")
+[ "$running" = 0 ]; ok $? "no sandbox left running"
+echo "1..$n"
+exit $fail
