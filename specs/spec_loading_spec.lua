@@ -362,3 +362,24 @@ describe("lash run with each format", function()
     assert.matches("of memory while loading (a runaway allocation?)", err, 1, true)
   end)
 end)
+
+describe("the examples", function()
+  it("load without --trust", function()
+    for _, path in ipairs { "examples/sandbox_coder.lua", "examples/sandbox_agent.yaml",
+                            "examples/pipeline/analyse.lua", "examples/hello_tools.lua",
+                            "examples/test_model.lua" } do
+      local agent, err = lash.load_spec(path)
+      assert(agent, err)
+    end
+    local agent = lash.load_spec("examples/sandbox_agent.yaml")
+    assert.equal("anthropic:claude-sonnet-4-6", agent.model)
+    assert.equal(600, agent.capabilities[1].opts.sandbox_timeout)
+    local attached = assert(lash.load_spec("examples/pipeline/analyse.lua", { attach = "lb-x", owner = "o" }))
+    assert.equal("lb-x", attached.capabilities[1].opts.attach_to)
+    local _, err = lash.load_spec("examples/sandbox_agent.yaml", { attach = "lb-x", owner = "o" })
+    assert.equal("examples/sandbox_agent.yaml: sandbox_timeout only apply when creating a sandbox, but `attach_to` "
+      .. "attaches to one an earlier step created (that step chose them). Remove them, or drop `attach_to` to "
+      .. "create a sandbox. To raise the per-command timeout ceiling on a reused sandbox, set "
+      .. "`max_command_timeout`.", err)
+  end)
+end)
