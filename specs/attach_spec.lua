@@ -289,6 +289,17 @@ describe("the claim", function()
       err.message)
   end)
 
+  it("clears its own mark when the claim fails after writing it, instead of leaving it behind", function()
+    local id = f.add(owned_by("me"))
+    f.inject("read_tags", function() return nil end, f.sandbox_error("blip", "read-back failed"))
+    local err
+    with({ getenv = no_env }, function() err = run_failing(attach_run(id, { owner = "me" })) end)
+    assert.equal("Could not attach to sandbox '" .. id .. "' on backend '" .. f.name .. "': read-back failed",
+      err.message)
+    assert.equal(1, #f.calls_of("write_tags") - 1)
+    assert.is_nil(f.boxes[id].tags[TAGS.holder])
+  end)
+
   it("fails the run when the attached sandbox stops, naming who decides its lifetime, never destroying", function()
     local id = f.add(owned_by("me"))
     f.inject("exec", f.terminal_error("unavailable", "expired", "it expired"))

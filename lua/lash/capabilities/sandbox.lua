@@ -614,6 +614,13 @@ function Run:open_claim()
   if not ok then attach_failed(self, sb, handle) end
   local ok2, info = pcall(sb.attach, sb, who.owner, who.holder)
   if not ok2 then
+    local code = type(info) == "table" and info.code
+    if code ~= "wrong_owner" and code ~= "no_owner" and code ~= "held" then
+      -- our mark may be written already (a read-back that failed, a
+      -- cancel): clear it rather than leave a claim nobody releases;
+      -- release clears only this holder's mark, never a rival's
+      pcall(sb.release, sb, who.holder)
+    end
     sb:close()
     attach_failed(self, info, handle)
   end
