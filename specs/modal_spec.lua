@@ -335,6 +335,51 @@ local function faults(mode)
       assert.truthy(srv:sandboxes()[sb.id].hung)
     end)
 
+    it("recovers when the server stops accepting the auth token", function()
+      local sb <close> = sandbox.create(opts{})
+      local m = mode.v2 and "SandboxTagsGetV2" or "SandboxTagsGet"
+      srv:faults{ { id = "x", method = m, kind = "expire_tokens" } }
+      local n = #srv:calls("AuthTokenGet")
+      assert.truthy(sb:read_tags())
+      if mode.v2 then
+        local calls = srv:calls(m)
+        assert.equal("UNAUTHENTICATED", calls[#calls - 1].code)
+        assert.equal("OK", calls[#calls].code)
+        assert.equal(n + 1, #srv:calls("AuthTokenGet"))
+      end
+    end)
+
+    it("follows an image build whose log stream ends early", function()
+      srv:faults{ { id = "i", method = "ImageJoinStreaming", kind = "cut_stream" } }
+      local before = #srv:calls("ImageJoinStreaming")
+      local sb <close> = sandbox.create(opts{ image = "alpine:" .. mode.name:gsub("%W", "") })
+      local joins = srv:calls("ImageJoinStreaming")
+      assert.equal(before + 2, #joins)
+      assert.equal(joins[#joins - 1].request.image_id, joins[#joins].request.image_id)
+      assert.truthy(#(joins[#joins].request.last_entry_id or "") > 0)
+    end)
+
+    it("reports an image that cannot be built", function()
+      local e = catch(sandbox.create, opts{ image = "lash-fake/does-not-exist:1" })
+      assert.is_true(lash.is_error(e, "sandbox"))
+      assert.equal("image_failed", e.code)
+    end)
+
+    it("sends the network policy Modal enforces", function()
+      local create = mode.v2 and "SandboxCreateV2" or "SandboxCreate"
+      local function policy()
+        local c = srv:calls(create)
+        return c[#c].request.definition.network_access
+      end
+      local a <close> = sandbox.create(opts{ network = { block_network = true } })
+      assert.equal("BLOCKED", policy().network_access_type)
+      local e = a:exec("cat /proc/net/dev | wc -l")   -- the fake jails it: only lo
+      assert.equal(0, e.exit_code)
+      local b <close> = sandbox.create(opts{ network = { allow_egress_to = { "pypi.org" } } })
+      assert.same({ "pypi.org" }, policy().allowed_domains)
+      assert.equal("ALLOWLIST", policy().network_access_type)
+    end)
+
     it("maps refused credentials to a terminal auth error", function()
       local bad = srv:profile("bad", "ak-fake-id", "as-wrong")
       local e = catch(sandbox.create, srv:opts{ config_path = bad, sandbox_v2 = mode.v2 })
@@ -381,6 +426,34 @@ else
       sb:write_file("f", "x")
       assert.equal("x", sb:read_file("f"))
       assert.equal("1", sb:read_tags().lash_workdir and "1")
+    end)
+  end)
+
+  describe("modal backend, auth token lifetime", function()
+    local srv
+    setup(function() srv = assert(fake.start{ tls = true }) end)
+    teardown(function() srv:stop() end)
+    it("refreshes the token before it expires, never sending an expired one", function()
+      srv:faults{ { id = "ttl", kind = "token_ttl", secs = 8 } }
+      local sb <close> = sandbox.create(srv:opts{})
+      assert.equal(1, #srv:calls("AuthTokenGet"))
+      lash.sleep(4)
+      sb:read_tags()
+      assert.equal(2, #srv:calls("AuthTokenGet"))
+      assert.equal(0, count(srv:calls(), function(c) return c.code == "UNAUTHENTICATED" end))
+    end)
+  end)
+
+  describe("modal backend, V1 scheduling", function()
+    local srv
+    setup(function() srv = assert(fake.start{ tls = true }) end)
+    teardown(function() srv:stop() end)
+    it("polls for the task id until the sandbox is scheduled", function()
+      local sb <close> = sandbox.create(srv:opts{ sandbox_v2 = false })
+      srv:faults{ { id = "s", method = "SandboxGetTaskId", kind = "schedule_polls", count = 3 } }
+      assert.equal("ok\n", sb:exec("echo ok").stdout)
+      assert.equal(4, #srv:calls("SandboxGetTaskId"))
+      assert.equal(1, #srv:calls("TaskGetCommandRouterAccess"))
     end)
   end)
 

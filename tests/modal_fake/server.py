@@ -747,7 +747,7 @@ class Fake:
         sb = self.sandbox(req.sandbox_id, v2)
         if not sb.running:
             return API.SandboxGetTaskIdResponse(task_result=sb.result)
-        if self.faults.take("SandboxGetTaskId*", "schedule_polls", req):
+        if self.faults.take("SandboxGetTaskIdV2" if v2 else "SandboxGetTaskId", "schedule_polls", req):
             return API.SandboxGetTaskIdResponse()
         return API.SandboxGetTaskIdResponse(task_id=sb.task_id)
 
@@ -804,7 +804,8 @@ class Fake:
     def _terminate(self, req, v2):
         sb = self.sandbox(req.sandbox_id, v2)
         existing = sb.result
-        hang = self.faults.take("SandboxTerminate*", "hang_terminate", req) is not None
+        hang = self.faults.take("SandboxTerminateV2" if v2 else "SandboxTerminate",
+                                "hang_terminate", req) is not None
         sb.finish(GS.GENERIC_STATUS_TERMINATED, "Sandbox was cancelled by user", hang=hang)
         resp = API.SandboxTerminateResponse()
         if existing is not None:
