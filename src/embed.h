@@ -31,6 +31,12 @@ struct lash_State {
   int attached;          /* L belongs to the host (lash_attach) */
   int depth;             /* host callbacks running right now */
   int closing;           /* inside lash_close: no more callbacks */
+  /* the frame-budgeted collector (state.c) */
+  size_t gc_owed;        /* bytes allocated in budgeted steps, not yet paid */
+  size_t gc_threshold;   /* after a cycle: no new one below this heap size */
+  int gc_paused;         /* a cycle ended and the next has not begun */
+  double gc_ns_per_step; /* what one basic step costs, on average */
+  size_t gc_step;        /* bytes of allocation one basic step pays for */
   /* embed.c */
   lash_EventFn on_event;
   void *event_ud;

@@ -102,7 +102,10 @@ lash_State *lash_open(const lash_Options *opts);
 ** opened): lash's modules become loadable there (`require "lash"`) and the
 ** whole API works on it. The host's allocator rules, so memory_limit and
 ** alloc must be unset; lua_dir, state_root and log apply. One attachment
-** per Lua state at a time. Errors as for lash_open. lash_close then
+** per Lua state at a time. (lash_open sets a small collector step size,
+** 2^9 bytes, so lash_step can split garbage collection finely; an
+** attached state keeps the host's setting and lash_step assumes Lua's
+** default, 2^13.) Errors as for lash_open. lash_close then
 ** cancels the runs started through this API and detaches, leaving L open:
 ** lash's loop lives on in L (for the host's own Lua use of lash) until the
 ** host closes L. */
@@ -141,8 +144,12 @@ const char *lash_version(void);
 ** returns once budget_ms have passed, leaving the tasks not yet resumed
 ** for the next call (a resume is never interrupted, so one long Lua
 ** computation can overrun); 0 polls without blocking and resumes every
-** ready task; -1 blocks until something happens. Returns 1 while work
-** remains, 0 when idle, or a negative status. Call it once per frame. */
+** ready task; -1 blocks until something happens. With budget_ms > 0 the
+** Lua collector is held while tasks run and its work is done at the end
+** of the step, within the budget where it fits (the rest carries over, up
+** to a few MiB), so garbage collection also keeps to the frame. Returns 1
+** while work remains, 0 when idle, or a negative status. Call it once per
+** frame. */
 int lash_step(lash_State *S, int budget_ms);
 /* Run until no task is left. */
 int lash_run(lash_State *S);

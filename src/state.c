@@ -30,6 +30,12 @@
 
 #define ATTACHED_KEY "lash.attached"   /* registry: set while attached */
 
+/* The frame-budgeted collector (see gc_pay). */
+#define GC_STEPSIZE 9           /* log2 bytes: basic steps of ~0.1 ms */
+#define GC_DEFAULT_STEPSIZE 13
+#define GC_OWED_MAX (4u << 20)
+
+
 int luaopen_lash_core(lua_State *L);
 
 static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
@@ -299,6 +305,8 @@ lash_State *lash_open(const lash_Options *opts) {
     return NULL;
   }
   lua_atpanic(S->L, NULL);
+  lua_gc(S->L, LUA_GCINC, 0, 0, GC_STEPSIZE);
+  S->gc_step = (size_t)1 << GC_STEPSIZE;
   finish_open(S, opts, 0);
   return S;
 }
@@ -312,6 +320,7 @@ lash_State *lash_attach(lua_State *L, const lash_Options *opts) {
   }
   if (!(S = new_state(opts))) return NULL;
   S->attached = 1;
+  S->gc_step = (size_t)1 << GC_DEFAULT_STEPSIZE;
   if (!L) {
     set_err(S, "lash_attach: NULL lua_State");
     S->failed = LASH_EARG;
@@ -422,6 +431,61 @@ int lash_dofile(lash_State *S, const char *path) {
   return pcall_traced(S, 0, 0);
 }
 
+/* ---- the frame-budgeted collector ----------------------------------------
+** Left alone, Lua's incremental collector does its work inside whichever
+** resume allocates when work is due: a task that builds a big request pays
+** for everyone's garbage and one resume takes milliseconds. In a budgeted
+** step the collector is held while tasks run; the work they owe (one basic
+** step per 2^stepsize bytes allocated, Lua's own pace) is done at the end of
+** the step in basic steps, checking the deadline between them, with part
+** of the budget reserved for it by what it cost before. What does not fit
+** carries over; past GC_OWED_MAX it is paid regardless, so memory stays
+** bounded when every budget is spent.
+**
+** A basic step pays for 2^stepsize bytes of allocation, and in the sweep
+** phase frees that many objects' worth (thousands at Lua's default of
+** 2^13: about 2 ms here), so lash_open sets GC_STEPSIZE to make the units
+** small. An attached state keeps its host's setting; lash assumes Lua's
+** default there. */
+
+
+static size_t heap_bytes(lua_State *L) {
+  return (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024u +
+         (size_t)lua_gc(L, LUA_GCCOUNTB, 0);
+}
+
+/* Time to keep for the collector in a step of budget_ns. */
+static uint64_t gc_reserve(lash_State *S, uint64_t budget_ns) {
+  double want = (double)(S->gc_owed / S->gc_step) * S->gc_ns_per_step;
+  if (S->gc_paused && heap_bytes(S->L) < S->gc_threshold) return 0;
+  return want < (double)budget_ns / 2 ? (uint64_t)want : budget_ns / 2;
+}
+
+static void gc_pay(lash_State *S, uint64_t deadline) {
+  lua_State *L = S->L;
+  while (S->gc_owed >= S->gc_step) {
+    uint64_t t0 = lash_now_ns(), t1;
+    int ended;
+    if (S->gc_owed < GC_OWED_MAX && t0 >= deadline) return;
+    /* Between cycles, begin the next one only once the heap has doubled
+    ** since the last one ended (Lua's default pause, 200%). */
+    if (S->gc_paused && heap_bytes(L) < S->gc_threshold) {
+      S->gc_owed = 0;
+      return;
+    }
+    S->gc_paused = 0;
+    S->gc_owed -= S->gc_step;
+    ended = lua_gc(L, LUA_GCSTEP, 0);
+    t1 = lash_now_ns();
+    S->gc_ns_per_step += ((double)(t1 - t0) - S->gc_ns_per_step) / 8;
+    if (ended) {
+      S->gc_paused = 1;
+      S->gc_threshold = heap_bytes(L) * 2;
+      S->gc_owed = 0;
+    }
+  }
+}
+
 /* ---- stepping ---------------------------------------------------------- */
 
 /* The frame-budgeted scheduler step (lash_runtime_step_from with a
@@ -454,11 +518,31 @@ static int step_budget(lash_runtime *rt, int timeout_ms, uint64_t deadline) {
 }
 
 static int step_protected(lua_State *L) {
-  lash_runtime *rt = lua_touserdata(L, 1);
-  int budget = (int)lua_tointeger(L, 2);
-  uint64_t deadline = 0;
-  if (budget > 0) deadline = lash_now_ns() + (uint64_t)budget * 1000000u;
-  lua_pushinteger(L, step_budget(rt, budget, deadline));
+  lash_State *S = lua_touserdata(L, 1);
+  lash_runtime *rt = lua_touserdata(L, 2);
+  int budget = (int)lua_tointeger(L, 3), rc;
+  uint64_t start, deadline, budget_ns, reserve;
+  size_t before, after;
+  /* Hold the collector only in budgeted steps, and only if it runs (a host
+  ** may have stopped it). */
+  if (budget <= 0 || !lua_gc(L, LUA_GCISRUNNING, 0)) {
+    rc = step_budget(rt, budget, 0);
+    lua_pushinteger(L, rc);
+    return 1;
+  }
+  start = lash_now_ns();
+  budget_ns = (uint64_t)budget * 1000000u;
+  deadline = start + budget_ns;
+  reserve = gc_reserve(S, budget_ns);
+  before = heap_bytes(L);
+  lua_gc(L, LUA_GCSTOP, 0);
+  rc = step_budget(rt, (int)((budget_ns - reserve) / 1000000u),
+                   deadline - reserve);
+  after = heap_bytes(L);
+  if (after > before) S->gc_owed += after - before;
+  gc_pay(S, deadline);
+  lua_gc(L, LUA_GCRESTART, 0);
+  lua_pushinteger(L, rc);
   return 1;
 }
 
@@ -479,9 +563,13 @@ int lash_step(lash_State *S, int budget_ms) {
   /* Task errors are caught by the scheduler; the protected call only
   ** guards against memory errors raised while bookkeeping. */
   lua_pushcfunction(S->L, step_protected);
+  lua_pushlightuserdata(S->L, S);
   lua_pushlightuserdata(S->L, rt);
   lua_pushinteger(S->L, budget_ms);
-  if ((rc = pcall_traced(S, 2, 1)) != LASH_OK) return rc;
+  if ((rc = pcall_traced(S, 3, 1)) != LASH_OK) {
+    lua_gc(S->L, LUA_GCRESTART, 0);  /* a memory error while held */
+    return rc;
+  }
   rc = (int)lua_tointeger(S->L, -1);
   lua_pop(S->L, 1);
   if (rc < 0) {

@@ -558,6 +558,32 @@ static void test_fd_and_budget(void) {
   lash_close(S);
 }
 
+/* Budgeted steps hold the collector while tasks run and pay its work
+** afterwards: garbage is still collected, memory stays bounded, and the
+** collector runs again between steps (or stays stopped if the host
+** stopped it). */
+static void test_budget_gc(void) {
+  lash_State *S = lash_open(NULL);
+  size_t peak = 0;
+  int i;
+  T_EQ_INT(lash_dostring(S, "local lash = require 'lash'; churn = lash.spawn(function() "
+                            "while true do local t = {} for i = 1, 2000 do t[i] = {i} end "
+                            "lash.sleep(0) end end)", "=t"),
+           LASH_OK, "a task that makes ~100 KiB of garbage per resume");
+  for (i = 0; i < 3000; i++) {
+    lash_step(S, 1);
+    if (lash_memory_used(S) > peak) peak = lash_memory_used(S);
+  }
+  T_OK(peak < (48u << 20), "3,000 budgeted steps of 2,000 new tables each stay under 48 MiB (peak %zu KiB)", peak >> 10);
+  T_EQ_INT(lash_dostring(S, "assert(collectgarbage('isrunning'))", "=t"), LASH_OK,
+           "the collector runs again between steps");
+  T_EQ_INT(lash_dostring(S, "collectgarbage('stop')", "=t"), LASH_OK, "the host stops the collector");
+  lash_step(S, 1);
+  T_EQ_INT(lash_dostring(S, "assert(not collectgarbage('isrunning')) collectgarbage('restart') churn:cancel()", "=t"),
+           LASH_OK, "a budgeted step leaves it stopped");
+  lash_close(S);
+}
+
 static void test_reentry(void) {
   lash_State *S = open_spawn();
   lash_Run *run;
@@ -689,6 +715,7 @@ int main(void) {
   test_cancel_mid_tool();
   test_approvals();
   test_fd_and_budget();
+  test_budget_gc();
   test_reentry();
   test_close_in_flight();
   test_attach();
