@@ -305,8 +305,7 @@ lash_State *lash_open(const lash_Options *opts) {
     return NULL;
   }
   lua_atpanic(S->L, NULL);
-  lua_gc(S->L, LUA_GCINC, 0, 0, GC_STEPSIZE);
-  S->gc_step = (size_t)1 << GC_STEPSIZE;
+  S->gc_step = (size_t)1 << GC_DEFAULT_STEPSIZE;
   finish_open(S, opts, 0);
   return S;
 }
@@ -444,9 +443,10 @@ int lash_dofile(lash_State *S, const char *path) {
 **
 ** A basic step pays for 2^stepsize bytes of allocation, and in the sweep
 ** phase frees that many objects' worth (thousands at Lua's default of
-** 2^13: about 2 ms here), so lash_open sets GC_STEPSIZE to make the units
-** small. An attached state keeps its host's setting; lash assumes Lua's
-** default there. */
+** 2^13: about 2 ms here), so the first budgeted step of a state lash_open
+** made sets GC_STEPSIZE to make the units small (not before: for the CLI
+** and other unbudgeted use, bigger steps are a little cheaper). An
+** attached state keeps its host's setting; lash assumes Lua's default. */
 
 
 static size_t heap_bytes(lua_State *L) {
@@ -529,6 +529,10 @@ static int step_protected(lua_State *L) {
     rc = step_budget(rt, budget, 0);
     lua_pushinteger(L, rc);
     return 1;
+  }
+  if (!S->attached && S->gc_step != ((size_t)1 << GC_STEPSIZE)) {
+    lua_gc(L, LUA_GCINC, 0, 0, GC_STEPSIZE);
+    S->gc_step = (size_t)1 << GC_STEPSIZE;
   }
   start = lash_now_ns();
   budget_ns = (uint64_t)budget * 1000000u;
