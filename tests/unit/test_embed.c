@@ -136,6 +136,32 @@ static int frames_until_calls(lash_State *S, int n, int max) {
   return tl.calls >= n ? max : -1;
 }
 
+/* The JSON array after "key": in json (strings and nesting respected),
+** copied into out; 0 if absent or too long. */
+static int json_array(const char *json, const char *key, char *out, size_t n) {
+  char pat[64];
+  const char *p, *q;
+  int depth = 0, in_str = 0;
+  snprintf(pat, sizeof pat, "\"%s\":[", key);
+  if (!(p = strstr(json, pat))) return 0;
+  p += strlen(pat) - 1;
+  for (q = p; *q; q++) {
+    if (in_str) {
+      if (*q == '\\' && q[1]) q++;
+      else if (*q == '"') in_str = 0;
+    } else if (*q == '"') {
+      in_str = 1;
+    } else if (*q == '[' || *q == '{') {
+      depth++;
+    } else if ((*q == ']' || *q == '}') && --depth == 0) {
+      if ((size_t)(q - p + 2) > n) return 0;
+      snprintf(out, n, "%.*s", (int)(q - p + 1), p);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int readable(int fd, int timeout_ms) {
   struct pollfd p = {fd, POLLIN, 0};
   return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
@@ -281,6 +307,44 @@ static void test_specs(void) {
     lash_run_free(run);
   }
   unlink(path);
+
+  /* files load like `lash run` without --trust; strings are the host's own */
+  strcpy(path, "/tmp/lash_test_spec_XXXXXX.lua");
+  fd = mkstemps(path, 4);
+  f = fdopen(fd, "w");
+  fputs("os.execute('true') return {}\n", f);
+  fclose(f);
+  T_EQ_INT(lash_load_spec_file(S, path), LASH_ERUN, "a spec file may not call os.execute");
+  T_OK(strstr(lash_errmsg(S), "os.execute") && strstr(lash_errmsg(S), "trust"), "saying so: %s", lash_errmsg(S));
+  unlink(path);
+  T_EQ_INT(lash_load_spec_string(S, "assert(os.getenv('HOME') ~= false) return { model = lash.script_model { 'trusted' } }", "host"),
+           LASH_OK, "a spec string from the host runs trusted");
+
+  /* JSON and YAML */
+  T_EQ_INT(lash_load_spec_string(S, "{\"model\": \"test\", \"instructions\": \"Be brief.\", \"description\": null}", "agent.json"),
+           LASH_OK, "a JSON spec string");
+  {
+    lash_Run *run;
+    lash_run_start(S, "hi", NULL, &run);
+    run_frames(S, run, 50);
+    T_EQ_STR(output_of(run), "success (no tool calls)", "runs with the test model it names");
+    lash_run_free(run);
+  }
+  T_EQ_INT(lash_load_spec_string(S, "{\"modle\": \"test\"}", "agent.json"), LASH_ERUN, "a JSON spec with an unknown key");
+  T_OK(strstr(lash_errmsg(S), "unknown key 'modle'") != NULL, "names it: %s", lash_errmsg(S));
+  T_EQ_INT(lash_load_spec_string(S, "{nope", "agent.json"), LASH_ERUN, "a JSON spec that is not JSON");
+  if (lash_dostring(S, "require 'lyaml'", "=probe") == LASH_OK) {
+    char ypath[] = "/tmp/lash_test_spec_XXXXXX.yaml";
+    fd = mkstemps(ypath, 5);
+    f = fdopen(fd, "w");
+    fputs("model: test\ninstructions: Keep answers short.\n", f);
+    fclose(f);
+    T_EQ_INT(lash_load_spec_file(S, ypath), LASH_OK, "a YAML spec file");
+    unlink(ypath);
+    T_EQ_INT(lash_load_spec_string(S, "model: [unclosed", "agent.yaml"), LASH_ERUN, "a YAML string that does not parse");
+  } else {
+    T_OK(1, "# SKIP lyaml (lua-yaml) is not installed: no YAML specs");
+  }
   lash_close(S);
 }
 
@@ -460,12 +524,16 @@ static const char *SPEC_APPROVE =
   "local remove = lash.tool { name = 'remove', requires_approval = true,\n"
   "  parameters = { type = 'object', properties = { what = { type = 'string' } } },\n"
   "  handler = function(_, a) return 'removed ' .. a.what end }\n"
-  "return { tools = { remove }, model = lash.script_model {\n"
-  "  { tool_calls = { { id = 'a', name = 'remove', args = { what = 'house' } },\n"
-  "                   { id = 'b', name = 'remove', args = { what = 'tree' } } } },\n"
-  "  function(m) local p = m[#m].parts\n"
-  "    return p[1].status .. ':' .. p[1].content .. '|' .. p[2].status .. ':' .. p[2].content end,\n"
-  "} }\n";
+  "-- asks for two removals, then reports their results (also when resumed)\n"
+  "local function turn(m)\n"
+  "  local p = m[#m].parts\n"
+  "  if p[1].type == 'tool_result' then\n"
+  "    return p[1].status .. ':' .. p[1].content .. '|' .. p[2].status .. ':' .. p[2].content\n"
+  "  end\n"
+  "  return { tool_calls = { { id = 'a', name = 'remove', args = { what = 'house' } },\n"
+  "                          { id = 'b', name = 'remove', args = { what = 'tree' } } } }\n"
+  "end\n"
+  "return { tools = { remove }, model = turn }\n";
 
 static void test_approvals(void) {
   lash_State *S = open_spawn();
@@ -506,6 +574,17 @@ static void test_approvals(void) {
   T_OK(strstr(result_json(run), "\"stop_reason\":\"approval_required\"") &&
        strstr(result_json(run), "\"pending\":[") , "with approval_required and the pending calls");
   T_EQ_INT(lash_run_approve(run, "a", 1, NULL), LASH_EGONE, "approving after the run ended is LASH_EGONE");
+  {
+    /* resume it later from its history, with decisions */
+    static char history[8192], opts[9000];
+    lash_Run *again;
+    T_OK(json_array(result_json(run), "messages", history, sizeof history), "the result carries the history");
+    snprintf(opts, sizeof opts, "{\"history\":%s,\"approvals\":{\"a\":true,\"b\":\"Keep the tree.\"}}", history);
+    T_EQ_INT(lash_run_start(S, NULL, opts, &again), LASH_OK, "resume with prompt NULL, the history and decisions");
+    run_frames(S, again, 50);
+    T_EQ_STR(output_of(again), "ok:removed house|denied:Keep the tree.", "the paused turn ran with those decisions");
+    lash_run_free(again);
+  }
   lash_run_free(run);
   lash_close(S);
 }
