@@ -521,6 +521,30 @@ describe("lash.http.request", function()
       for i = 1, 6 do assert.are.equal("slow done", tasks[i]:join()) end
     end)
 
+    it("keeps HTTP/1.1 responses with their requests after h2c to the same origin", function()
+      -- (libcurl < 8 would multiplex HTTP/1.1 transfers onto one in-use
+      -- connection once the origin had an HTTP/2 one: see src/http.c)
+      http.request{ url = base .. "/echo" }  -- an idle HTTP/1.1 connection
+      http.request{ url = base .. "/echo", http2_prior_knowledge = true }
+      local tasks = {}
+      for i = 1, 6 do
+        tasks[i] = lash.spawn(function()
+          local got = {}
+          for j = 1, 3 do
+            local _, _, body = http.request{ url = base .. "/echo", timeout = 10,
+                                             headers = { ["X-Who"] = i .. "." .. j } }
+            local e = echo_of(body)
+            assert.are.equal("HTTP/1.1", e.version)
+            got[j] = sent_header(e, "x-who")
+          end
+          return table.concat(got, " ")
+        end)
+      end
+      for i = 1, 6 do
+        assert.are.equal(("%d.1 %d.2 %d.3"):format(i, i, i), tasks[i]:join())
+      end
+    end)
+
     it("reports a stream dropped mid-body as a retryable http error", function()
       local err = catch(http.request, { url = base .. "/drop?size=1000&sent=10",
                                         http2_prior_knowledge = true })

@@ -21,7 +21,8 @@
 #include "runtime.h"
 #include "sse.h"
 
-#define HTTP_CTX_MT "lash.http.ctx"
+#define HTTP_CTX_MT "lash.http.ctx"          /* its metatable */
+#define HTTP_CTX_KEY "lash.http.context"     /* the instance, in the registry */
 #define HTTP_OP_MT "lash.http.request"
 
 #define POOL_MAX 16
@@ -68,7 +69,7 @@ static int ctx_gc(lua_State *L) {
 ** finalizes every request first, then this, then the runtime's loop. */
 static http_ctx *ctx_get(lua_State *L) {
   http_ctx *ctx;
-  if (lua_getfield(L, LUA_REGISTRYINDEX, HTTP_CTX_MT) == LUA_TUSERDATA) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, HTTP_CTX_KEY) == LUA_TUSERDATA) {
     ctx = lua_touserdata(L, -1);
     lua_pop(L, 1);
     return ctx;
@@ -89,7 +90,7 @@ static http_ctx *ctx_get(lua_State *L) {
   curl_share_setopt(ctx->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
   ctx->h2c_no_reuse = curl_version_info(CURLVERSION_NOW)->version_num <
                       0x080000;
-  lua_setfield(L, LUA_REGISTRYINDEX, HTTP_CTX_MT);
+  lua_setfield(L, LUA_REGISTRYINDEX, HTTP_CTX_KEY);
   return ctx;
 }
 
@@ -502,7 +503,12 @@ static void configure(lua_State *L, http_op *op) {
 
   h2c = opt_bool(L, "http2_prior_knowledge", 0);
   version = opt_string(L, "http_version", NULL);
-  httpv = h2c ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS;
+  /* Cleartext without prior knowledge is HTTP/1.1 either way; saying so
+  ** keeps libcurl < 8 from treating an in-use HTTP/1.1 connection as one
+  ** it may multiplex on, once the origin has had an HTTP/2 connection. */
+  httpv = h2c ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+      : strncasecmp(url, "https:", 6) == 0 ? CURL_HTTP_VERSION_2TLS
+      : CURL_HTTP_VERSION_1_1;
   if (version && strcmp(version, "1.1") == 0 && !h2c)
     httpv = CURL_HTTP_VERSION_1_1;
   else if (version && strcmp(version, "2") != 0)
