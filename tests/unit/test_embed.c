@@ -29,6 +29,9 @@ typedef struct events {
   int approve_inline;             /* answer approvals from the callback */
   int reenter;                    /* try lash_step/lash_close/lash_run in the callback */
   int reenter_step, reenter_close, reenter_run;
+  int follow_up;                  /* start a run from the run_end event */
+  lash_Run *second;
+  int follow_start, follow_lua;
   lash_State *S;
 } events;
 
@@ -55,7 +58,14 @@ static void on_event(lash_Run *run, const char *json, void *ud) {
     strcat(e->types, type);
     strcat(e->types, ",");
   }
-  if (strcmp(type, "run_end") == 0) snprintf(e->last_end, sizeof e->last_end, "%s", json);
+  if (strcmp(type, "run_end") == 0) {
+    snprintf(e->last_end, sizeof e->last_end, "%s", json);
+    if (e->follow_up) {
+      e->follow_up = 0;
+      e->follow_start = lash_run_start(e->S, "again", "{\"values\":{\"who\":\"twice\"}}", &e->second);
+      e->follow_lua = lash_dostring(e->S, "reentered = true", "=cb");
+    }
+  }
   if (strcmp(type, "text_delta") == 0) e->text_deltas++;
   if (strcmp(type, "approval_request") == 0 && e->napprovals < 8) {
     json_str(json, "id", e->approvals[e->napprovals], sizeof e->approvals[0]);
@@ -669,6 +679,7 @@ static void test_reentry(void) {
   lash_set_value(S, "who", "x");
   tl.mode = ANSWER;
   ev.reenter = 1;
+  ev.follow_up = 1;
   lash_run_start(S, "build", NULL, &run);
   lash_step(S, 0);
   T_EQ_INT(ev.reenter_step, LASH_EBUSY, "lash_step inside a callback is LASH_EBUSY");
@@ -677,6 +688,12 @@ static void test_reentry(void) {
   ev.reenter = 0;
   run_frames(S, run, 50);
   T_EQ_INT(lash_run_status(run), LASH_RUN_DONE, "the run is unharmed");
+  T_EQ_INT(ev.follow_start, LASH_OK, "lash_run_start inside a callback works");
+  T_EQ_INT(ev.follow_lua, LASH_OK, "so does lash_dostring");
+  T_OK(ev.second && run_frames(S, ev.second, 50) >= 0, "the run started from the callback runs");
+  T_EQ_STR(output_of(ev.second), "hello twice|ok|made {\"kind\":\"tree\"}", "to its answer");
+  T_EQ_INT(lash_dostring(S, "assert(reentered)", "=t"), LASH_OK, "and the Lua ran");
+  lash_run_free(ev.second);
   lash_run_free(run);
   lash_close(S);
 }
