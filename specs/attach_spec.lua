@@ -579,6 +579,22 @@ describe("attaching a whole agent (lash run --attach)", function()
     assert.is_nil(agent.capabilities[1].inner.opts.attach_to)
   end)
 
+  it("switches the backend when asked (lash run --backend), checking the options again", function()
+    local g = fakes.new {}
+    local agent = lash.agent { model = "test", capabilities = { lash.sandbox_capability { backend = f.name } } }
+    local a = assert(sbcap.attach_agent(agent, "sb-9", "me", g.name))
+    assert.equal(g.name, a.capabilities[1].backend)
+    local b = assert(sbcap.with_backend(agent, g.name))
+    assert.equal("owned", b.capabilities[1].mode)
+    assert.equal(g.name, b.capabilities[1].backend)
+    local _, err = sbcap.with_backend(lash.agent { model = "test", capabilities = {
+      lash.sandbox_capability { rootfs = "/" } } }, g.name)
+    assert.matches("the " .. g.name .. " backend has no option rootfs", err, 1, true)
+    _, err = sbcap.with_backend(lash.agent { model = "test" }, g.name)
+    assert.equal("--backend needs an agent with a sandbox capability (Sandbox, LocalSandbox or ModalSandbox); this "
+      .. "one has none", err)
+  end)
+
   it("refuses agents with no sandbox, two, or creation-only options", function()
     local _, err = sbcap.attach_agent(lash.agent { model = "test" }, "sb", "me")
     assert.matches("needs an agent with a sandbox capability", err, 1, true)

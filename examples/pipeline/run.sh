@@ -12,32 +12,35 @@
 #
 # Usage: examples/pipeline/run.sh [OUT_DIR]   (the report lands in OUT_DIR,
 # default the current directory). LASH names the lash binary (default:
-# lash on PATH); LASH_SANDBOX_ROOT where local sandboxes live.
+# lash on PATH); BACKEND the sandbox backend (local, the default, or modal);
+# LASH_SANDBOX_ROOT where local sandboxes live.
 set -eu
 LASH=${LASH:-lash}
+BACKEND=${BACKEND:-local}
+B="--backend $BACKEND"
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-.}
 # One owner per pipeline run: Airflow would use <dag_id>/<run_id>.
 OWNER=${OWNER:-pipeline/$(date +%Y%m%dT%H%M%S)-$$}
 
 echo "== provision (owner $OWNER)"
-H=$($LASH sandbox create --owner "$OWNER" --timeout 1800)
+H=$($LASH sandbox create $B --owner "$OWNER" --timeout 1800 --workdir /workspace)
 echo "sandbox $H"
 # Whatever happens below, the sandbox is destroyed at the end (its
 # lifetime, 1800 s, would end it anyway).
-trap '$LASH sandbox destroy "$H" >/dev/null 2>&1 || true' EXIT
+trap '$LASH sandbox destroy $B "$H" >/dev/null 2>&1 || true' EXIT
 
 echo "== stage the input"
-$LASH sandbox write "$H" /workspace/input/orders.csv < "$HERE/orders.csv"
+$LASH sandbox write $B "$H" /workspace/input/orders.csv < "$HERE/orders.csv"
 
 echo "== analyse"
-$LASH run "$HERE/analyse.lua" "Analyse the orders into the report." --attach "$H" --owner "$OWNER" --no-stream
+$LASH run "$HERE/analyse.lua" "Analyse the orders into the report." $B --attach "$H" --owner "$OWNER" --no-stream
 
 echo "== review"
-$LASH run "$HERE/analyse.lua" "Review the report and sign it off." --attach "$H" --owner "$OWNER" --no-stream
+$LASH run "$HERE/analyse.lua" "Review the report and sign it off." $B --attach "$H" --owner "$OWNER" --no-stream
 
 echo "== a step that presents another owner"
-if $LASH run "$HERE/analyse.lua" "Analyse the orders into the report." --attach "$H" --owner someone-else \
+if $LASH run "$HERE/analyse.lua" "Analyse the orders into the report." $B --attach "$H" --owner someone-else \
   --no-stream; then
   echo "error: a run with the wrong owner was let in" >&2
   exit 1
@@ -45,10 +48,10 @@ fi
 echo "(refused, as it should be)"
 
 echo "== collect"
-$LASH sandbox read "$H" /workspace/report.md > "$OUT/report.md"
+$LASH sandbox read $B "$H" /workspace/report.md > "$OUT/report.md"
 cat "$OUT/report.md"
 
 echo "== destroy"
-$LASH sandbox destroy "$H"
+$LASH sandbox destroy $B "$H"
 trap - EXIT
 echo "done: $OUT/report.md"

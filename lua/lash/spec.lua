@@ -533,7 +533,8 @@ end
 --   budget), `budget` ({instructions=, memory=} for Lua specs), `format`
 --   ("lua", "yaml" or "json": overrides the extension), `attach` and
 --   `owner` (make the spec's sandbox capability attach to that handle as
---   that owner, as `lash run --attach H --owner O` does)
+--   that owner, as `lash run --attach H --owner O` does), `backend` (the
+--   sandbox backend to use instead of the spec's, `lash run --backend`)
 -- @treturn[1] agent
 -- @treturn[2] nil
 -- @treturn[2] string what went wrong, starting with the path
@@ -555,13 +556,17 @@ function M.load(path, opts)
     return M.from_table(t, path)
   end)
   if not ok then return nil, describe_error(agent) end
+  local sandbox = require "lash.capabilities.sandbox"
   if opts.attach ~= nil then
-    local sandbox = require "lash.capabilities.sandbox"
-    local a, err = sandbox.attach_agent(agent, opts.attach, opts.owner)
+    local a, err = sandbox.attach_agent(agent, opts.attach, opts.owner, opts.backend)
     if not a then return nil, path .. ": " .. strip_who(err) end
     agent = a
   elseif opts.owner ~= nil then
     return nil, "owner only applies together with attach (--owner needs --attach)"
+  elseif opts.backend ~= nil then
+    local a, err = sandbox.with_backend(agent, opts.backend)
+    if not a then return nil, path .. ": " .. strip_who(err) end
+    agent = a
   end
   return agent
 end

@@ -898,40 +898,55 @@ local function rewrite(c, fn)
   return c
 end
 
---- A copy of `agent` whose sandbox capability attaches to `handle` as
--- `owner` (nil: from the orchestrator's environment). The agent must
--- have exactly one sandbox capability (possibly wrapped, e.g. prefixed);
--- it is rebuilt with attach_to and owner, so creation-only options in the
--- spec are refused as at construction.
--- @treturn[1] agent
--- @treturn[2] nil
--- @treturn[2] string why not
-function M.attach_agent(agent, handle, owner)
+-- A copy of agent with `changes` applied to its sandbox capabilities
+-- (rebuilt, so every construction check runs again); `single`: exactly
+-- one must be found.
+local function rewrite_agent(agent, changes, what, single)
   local found = 0
   local caps = {}
   local ok, err = pcall(function()
     for i, c in ipairs(agent.capabilities or {}) do
       caps[i] = rewrite(c, function(cap)
         found = found + 1
-        local changes = { attach_to = handle, sandbox_id = false }
-        if owner then changes.owner = owner end
         return cap:with(changes)
       end)
     end
   end)
   if not ok then return nil, tostring(err) end
   if found == 0 then
-    return nil, "--attach needs an agent with a sandbox capability (Sandbox, LocalSandbox or ModalSandbox); "
+    return nil, what .. " needs an agent with a sandbox capability (Sandbox, LocalSandbox or ModalSandbox); "
       .. "this one has none"
   end
-  if found > 1 then
-    return nil, "--attach is ambiguous: the agent has " .. found .. " sandbox capabilities; give each its own "
+  if single and found > 1 then
+    return nil, what .. " is ambiguous: the agent has " .. found .. " sandbox capabilities; give each its own "
       .. "attach_to in the spec instead"
   end
   local copy = {}
   for k, v in pairs(agent) do copy[k] = v end
   copy.capabilities = caps
   return setmetatable(copy, getmetatable(agent))
+end
+
+--- A copy of `agent` whose sandbox capability attaches to `handle` as
+-- `owner` (nil: from the orchestrator's environment), on `backend` (nil:
+-- the spec's). The agent must have exactly one sandbox capability
+-- (possibly wrapped, e.g. prefixed); it is rebuilt with attach_to and
+-- owner, so creation-only options in the spec are refused as at
+-- construction.
+-- @treturn[1] agent
+-- @treturn[2] nil
+-- @treturn[2] string why not
+function M.attach_agent(agent, handle, owner, backend)
+  local changes = { attach_to = handle, sandbox_id = false }
+  if owner then changes.owner = owner end
+  if backend then changes.backend = backend end
+  return rewrite_agent(agent, changes, "--attach", true)
+end
+
+--- A copy of `agent` whose sandbox capabilities use `backend` (lash run
+-- --backend): options the new backend does not have are refused.
+function M.with_backend(agent, backend)
+  return rewrite_agent(agent, { backend = backend }, "--backend", false)
 end
 
 return M

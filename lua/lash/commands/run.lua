@@ -28,6 +28,7 @@ options:
                    create --owner O); under Airflow, the DAG run by default
   --holder H       this run's identity while it holds the sandbox (default:
                    the Airflow task instance, else the owner)
+  --backend B      the sandbox backend (local, modal) instead of the spec's
 
 environment: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY,
 OPENAI_BASE_URL, NO_COLOR.]],
@@ -65,6 +66,7 @@ local function parse_args(args, cli)
     elseif a == "--attach" then o.attach = value(a)
     elseif a == "--owner" then o.owner = value(a)
     elseif a == "--holder" then o.holder = value(a)
+    elseif a == "--backend" then o.backend = value(a)
     elseif a == "--" then
       for j = i + 1, #args do o.positional[#o.positional + 1] = args[j] end
       break
@@ -117,7 +119,8 @@ function M.main(args, cli)
   end
   local render = require "lash.render"
   local json = require "lash.json"
-  local agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner })
+  local agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner,
+                                                backend = o.backend })
   if not agent then
     cli.err("lash run: cannot load the spec: ", tostring(err), "\n")
     return 1
