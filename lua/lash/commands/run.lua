@@ -8,9 +8,10 @@ local M = {
   usage = [[usage: lash run SPEC [PROMPT] [options]
 
 Loads SPEC (a .lua file returning lash.agent{...} or a table in the same
-shape, or a .yaml/.yml/.json agent spec), runs it on PROMPT (or on standard input when PROMPT is absent and
-stdin is not a terminal), and prints the model's text as it arrives, each
-tool call with a short result, and a usage line.
+shape, or a .yaml/.yml/.json agent spec), runs it on PROMPT (or on standard
+input when PROMPT is absent and stdin is not a terminal), and prints the
+model's text as it arrives, each tool call with a short result, and a usage
+line.
 
 options:
   --model M        use model M instead of the spec's (e.g. test,
@@ -31,7 +32,9 @@ options:
   --backend B      the sandbox backend (local, modal) instead of the spec's
 
 environment: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY,
-OPENAI_BASE_URL, NO_COLOR.]],
+OPENAI_BASE_URL, NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
+(sandbox attach/release notes on stderr), AIRFLOW_CTX_* (owner and holder
+under Airflow).]],
 }
 
 local function parse_args(args, cli)
