@@ -40,16 +40,23 @@
 
 /* Stack slots of a running request (the waiting thread's stack anchors
 ** them across yields). */
-enum { S_OPTS = 1, S_OP, S_ONCHUNK, S_BODY, S_URL, S_NFIXED = S_URL };
+enum { S_OPTS = 1, S_OP, S_ONCHUNK, S_BODY, S_HEADERS, S_URL,
+       S_NFIXED = S_URL };
 
 /* ---- per-runtime context ------------------------------------------- */
 
 typedef struct http_ctx {
+  lash_loop *loop;
   CURLSH *share;
   CURL *pool[POOL_MAX];
   int npool;
   int closed;
   int h2c_no_reuse;   /* libcurl < 8.0.0: see configure() */
+  /* The last URL that passed check_url and its redacted form: an agent
+  ** calls one endpoint over and over, and parsing it is a fifth of the
+  ** cost of a loopback request. */
+  char *url, *shown;
+  size_t url_len, shown_len;
 } http_ctx;
 
 static int ctx_gc(lua_State *L) {
@@ -61,21 +68,21 @@ static int ctx_gc(lua_State *L) {
     curl_share_cleanup(ctx->share);
     ctx->share = NULL;
   }
+  free(ctx->url);
+  free(ctx->shown);
+  ctx->url = ctx->shown = NULL;
   return 0;
 }
 
-/* The context of L's runtime, created on first use. It is created after
-** the runtime and before any request, so when a state closes Lua
-** finalizes every request first, then this, then the runtime's loop. */
+/* Push the context of L's runtime, creating it on first use. It is made
+** after the runtime (lash_open_http runs once the runtime is open) and
+** before any request, so when a state closes Lua finalizes every request
+** first, then this, then the runtime's loop. */
 static http_ctx *ctx_get(lua_State *L) {
   http_ctx *ctx;
-  if (lua_getfield(L, LUA_REGISTRYINDEX, HTTP_CTX_KEY) == LUA_TUSERDATA) {
-    ctx = lua_touserdata(L, -1);
-    lua_pop(L, 1);
-    return ctx;
-  }
+  if (lua_getfield(L, LUA_REGISTRYINDEX, HTTP_CTX_KEY) == LUA_TUSERDATA)
+    return lua_touserdata(L, -1);
   lua_pop(L, 1);
-  lash_runtime_get(L);  /* raises if lash is not open */
   ctx = lua_newuserdatauv(L, sizeof *ctx, 0);
   memset(ctx, 0, sizeof *ctx);
   if (luaL_newmetatable(L, HTTP_CTX_MT)) {
@@ -83,6 +90,7 @@ static http_ctx *ctx_get(lua_State *L) {
     lua_setfield(L, -2, "__gc");
   }
   lua_setmetatable(L, -2);
+  ctx->loop = lash_runtime_loop(L);  /* raises if lash is not open */
   ctx->share = curl_share_init();
   if (!ctx->share) luaL_error(L, "lash.http: cannot create a curl share");
   /* Connections and DNS are already pooled by the loop's multi handle;
@@ -90,6 +98,7 @@ static http_ctx *ctx_get(lua_State *L) {
   curl_share_setopt(ctx->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
   ctx->h2c_no_reuse = curl_version_info(CURLVERSION_NOW)->version_num <
                       0x080000;
+  lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, HTTP_CTX_KEY);
   return ctx;
 }
@@ -256,88 +265,129 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
 
 /* ---- options ----------------------------------------------------------- */
 
-static const char *const known_opts[] = {
+/* The options of one request, read from the table in one pass (a lookup
+** per option costs more than the rest of the binding). Strings point into
+** the options table, which the stack anchors while they are in use. */
+typedef struct req_opts {
+  const char *url, *method, *body, *ca, *version;
+  size_t url_len, method_len, body_len;
+  double timeout, connect_timeout, idle_timeout;
+  lua_Integer max_redirects, max_body;
+  int verify, follow, h2c, check_status;
+} req_opts;
+
+enum {
+  O_METHOD, O_URL, O_HEADERS, O_BODY, O_TIMEOUT, O_CONNECT_TIMEOUT,
+  O_IDLE_TIMEOUT, O_ON_CHUNK, O_VERIFY, O_CA_FILE, O_FOLLOW_REDIRECTS,
+  O_MAX_REDIRECTS, O_HTTP_VERSION, O_HTTP2_PRIOR_KNOWLEDGE, O_CHECK_STATUS,
+  O_MAX_BODY_BYTES, O_COUNT
+};
+
+static const char *const opt_names[O_COUNT] = {
   "method", "url", "headers", "body", "timeout", "connect_timeout",
   "idle_timeout", "on_chunk", "verify", "ca_file", "follow_redirects",
   "max_redirects", "http_version", "http2_prior_knowledge", "check_status",
-  "max_body_bytes", NULL
+  "max_body_bytes"
 };
 
-static void check_known_opts(lua_State *L) {
+/* The value on top of the stack as seconds. */
+static double val_seconds(lua_State *L, const char *name) {
+  double s;
+  if (lua_type(L, -1) != LUA_TNUMBER)
+    luaL_error(L, "lash.http.request: option '%s' must be a number of "
+               "seconds, got %s", name, luaL_typename(L, -1));
+  s = lua_tonumber(L, -1);
+  if (!(s >= 0) || s > 1e9)
+    luaL_error(L, "lash.http.request: option '%s' must be between 0 and "
+               "1e9 seconds", name);
+  return s;
+}
+
+static int val_bool(lua_State *L, const char *name) {
+  if (lua_type(L, -1) != LUA_TBOOLEAN)
+    luaL_error(L, "lash.http.request: option '%s' must be a boolean, got %s",
+               name, luaL_typename(L, -1));
+  return lua_toboolean(L, -1);
+}
+
+static lua_Integer val_int(lua_State *L, const char *name, lua_Integer lo) {
+  int isint = 0;
+  lua_Integer v = lua_tointegerx(L, -1, &isint);
+  if (lua_type(L, -1) != LUA_TNUMBER || !isint || v < lo)
+    luaL_error(L, "lash.http.request: option '%s' must be an integer >= %d",
+               name, (int)lo);
+  return v;
+}
+
+static const char *val_string(lua_State *L, const char *name, size_t *len) {
+  if (lua_type(L, -1) != LUA_TSTRING)
+    luaL_error(L, "lash.http.request: option '%s' must be a string, got %s",
+               name, luaL_typename(L, -1));
+  return lua_tolstring(L, -1, len);
+}
+
+/* Read the options table at S_OPTS into o; headers, body and on_chunk go
+** to their stack slots. Unknown keys raise, so a typo is never ignored. */
+static void read_opts(lua_State *L, req_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
+  o->max_redirects = DEFAULT_MAX_REDIRECTS;
+  o->max_body = DEFAULT_MAX_BODY;
+  o->verify = 1;
   lua_pushnil(L);
   while (lua_next(L, S_OPTS) != 0) {
-    int i;
+    int i = 0;
     const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2)
                                                    : NULL;
-    for (i = 0; k && known_opts[i]; i++)
-      if (strcmp(k, known_opts[i]) == 0) break;
-    if (!k || !known_opts[i])
+    while (k && i < O_COUNT && strcmp(k, opt_names[i]) != 0) i++;
+    if (!k || i == O_COUNT)
       luaL_error(L, "lash.http.request: unknown option %s%s%s (known: method, "
                  "url, headers, body, timeout, connect_timeout, idle_timeout, "
                  "on_chunk, verify, ca_file, follow_redirects, max_redirects, "
                  "http_version, http2_prior_knowledge, check_status, "
                  "max_body_bytes)",
                  k ? "'" : "", k ? k : luaL_typename(L, -2), k ? "'" : "");
-    lua_pop(L, 1);
+    switch (i) {
+      case O_METHOD: o->method = val_string(L, k, &o->method_len); break;
+      case O_URL:  /* anything but a string: "required" below */
+        if (lua_type(L, -1) == LUA_TSTRING)
+          o->url = lua_tolstring(L, -1, &o->url_len);
+        break;
+      case O_HEADERS:
+        if (lua_type(L, -1) != LUA_TTABLE)
+          luaL_error(L, "lash.http.request: option 'headers' must be a table "
+                     "of name = value, got %s", luaL_typename(L, -1));
+        lua_pushvalue(L, -1);
+        lua_replace(L, S_HEADERS);
+        break;
+      case O_BODY:
+        o->body = val_string(L, k, &o->body_len);
+        lua_pushvalue(L, -1);
+        lua_replace(L, S_BODY);
+        break;
+      case O_TIMEOUT: o->timeout = val_seconds(L, k); break;
+      case O_CONNECT_TIMEOUT: o->connect_timeout = val_seconds(L, k); break;
+      case O_IDLE_TIMEOUT: o->idle_timeout = val_seconds(L, k); break;
+      case O_ON_CHUNK:
+        if (!lua_isfunction(L, -1))
+          luaL_error(L, "lash.http.request: option 'on_chunk' must be a "
+                     "function, got %s", luaL_typename(L, -1));
+        lua_pushvalue(L, -1);
+        lua_replace(L, S_ONCHUNK);
+        break;
+      case O_VERIFY: o->verify = val_bool(L, k); break;
+      case O_CA_FILE: o->ca = val_string(L, k, NULL); break;
+      case O_FOLLOW_REDIRECTS: o->follow = val_bool(L, k); break;
+      case O_MAX_REDIRECTS: o->max_redirects = val_int(L, k, 0); break;
+      case O_HTTP_VERSION: o->version = val_string(L, k, NULL); break;
+      case O_HTTP2_PRIOR_KNOWLEDGE: o->h2c = val_bool(L, k); break;
+      case O_CHECK_STATUS: o->check_status = val_bool(L, k); break;
+      case O_MAX_BODY_BYTES: o->max_body = val_int(L, k, 1); break;
+    }
+    lua_settop(L, S_NFIXED + 1);  /* keep the key */
   }
-}
-
-/* Seconds option -> milliseconds (0 when absent and no default). */
-static long opt_seconds(lua_State *L, const char *name, double dflt) {
-  double s = dflt;
-  int t = lua_getfield(L, S_OPTS, name);
-  if (t != LUA_TNIL) {
-    if (t != LUA_TNUMBER)
-      luaL_error(L, "lash.http.request: option '%s' must be a number of "
-                 "seconds, got %s", name, luaL_typename(L, -1));
-    s = lua_tonumber(L, -1);
-    if (!(s >= 0) || s > 1e9)
-      luaL_error(L, "lash.http.request: option '%s' must be between 0 and "
-                 "1e9 seconds", name);
-  }
-  lua_pop(L, 1);
-  return (long)ceil(s * 1000.0);
-}
-
-static int opt_bool(lua_State *L, const char *name, int dflt) {
-  int v = dflt, t = lua_getfield(L, S_OPTS, name);
-  if (t != LUA_TNIL) {
-    if (t != LUA_TBOOLEAN)
-      luaL_error(L, "lash.http.request: option '%s' must be a boolean, got %s",
-                 name, luaL_typename(L, -1));
-    v = lua_toboolean(L, -1);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-static lua_Integer opt_int(lua_State *L, const char *name, lua_Integer dflt,
-                           lua_Integer lo) {
-  lua_Integer v = dflt;
-  int t = lua_getfield(L, S_OPTS, name), isint = 0;
-  if (t != LUA_TNIL) {
-    v = lua_tointegerx(L, -1, &isint);
-    if (t != LUA_TNUMBER || !isint || v < lo)
-      luaL_error(L, "lash.http.request: option '%s' must be an integer >= %d",
-                 name, (int)lo);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-/* Optional string option; pushes nothing. Returns NULL when absent. The
-** string stays alive in the options table while it is in use. */
-static const char *opt_string(lua_State *L, const char *name, size_t *len) {
-  const char *s = NULL;
-  int t = lua_getfield(L, S_OPTS, name);
-  if (t != LUA_TNIL) {
-    if (t != LUA_TSTRING)
-      luaL_error(L, "lash.http.request: option '%s' must be a string, got %s",
-                 name, luaL_typename(L, -1));
-    s = lua_tolstring(L, -1, len);
-  }
-  lua_pop(L, 1);
-  return s;
+  if (!o->url)
+    luaL_error(L, "lash.http.request: option 'url' (a string) is required");
 }
 
 static int is_tchar(int c) {
@@ -358,17 +408,14 @@ static void add_header(lua_State *L, http_op *op, const char *line) {
   op->hdrs = l;
 }
 
-/* headers = { Name = "value", ... }. Values may not contain CR, LF or NUL
-** (header injection). An empty value is sent as an empty header. */
+/* headers = { Name = "value", ... } (at S_HEADERS). Values may not
+** contain CR, LF or NUL (header injection). An empty value is sent as an
+** empty header. */
 static void set_headers(lua_State *L, http_op *op, int has_body) {
-  int t = lua_getfield(L, S_OPTS, "headers"), saw_expect = 0, saw_ctype = 0;
-  if (t != LUA_TNIL && t != LUA_TTABLE)
-    luaL_error(L, "lash.http.request: option 'headers' must be a table of "
-               "name = value, got %s", luaL_typename(L, -1));
-  if (t == LUA_TTABLE) {
-    int h = lua_gettop(L);
+  int saw_expect = 0, saw_ctype = 0;
+  if (lua_istable(L, S_HEADERS)) {
     lua_pushnil(L);
-    while (lua_next(L, h) != 0) {
+    while (lua_next(L, S_HEADERS) != 0) {
       size_t nl, vl, i;
       const char *name, *value;
       if (lua_type(L, -2) != LUA_TSTRING)
@@ -393,19 +440,44 @@ static void set_headers(lua_State *L, http_op *op, int has_body) {
       lua_pop(L, 2);
     }
   }
-  lua_pop(L, 1);
   /* No "Expect: 100-continue" round trip, and no invented form content
   ** type for a body the caller did not label. */
   if (!saw_expect) add_header(L, op, "Expect:");
   if (has_body && !saw_ctype) add_header(L, op, "Content-Type:");
 }
 
+/* Remember url and its shown form (best effort: a failed copy just
+** misses the cache next time). */
+static void cache_url(http_ctx *ctx, const char *url, size_t len,
+                      const char *shown, size_t shown_len) {
+  free(ctx->url);
+  free(ctx->shown);
+  ctx->url = malloc(len + 1);
+  ctx->shown = malloc(shown_len + 1);
+  if (!ctx->url || !ctx->shown) {
+    free(ctx->url);
+    free(ctx->shown);
+    ctx->url = ctx->shown = NULL;
+    return;
+  }
+  memcpy(ctx->url, url, len + 1);
+  memcpy(ctx->shown, shown, shown_len + 1);
+  ctx->url_len = len;
+  ctx->shown_len = shown_len;
+}
+
 /* Check the URL and push the form used in messages: no user info, the
 ** query and fragment elided (API keys travel there sometimes). */
-static void check_url(lua_State *L, const char *url) {
-  CURLU *u = curl_url();
+static void check_url(lua_State *L, http_ctx *ctx, const char *url,
+                      size_t len) {
+  CURLU *u;
   char *scheme = NULL, *shown = NULL, *query = NULL;
   CURLUcode uc;
+  if (ctx->url && ctx->url_len == len && memcmp(ctx->url, url, len) == 0) {
+    lua_pushlstring(L, ctx->shown, ctx->shown_len);
+    return;
+  }
+  u = curl_url();
   if (!u) luaL_error(L, "lash.http.request: out of memory");
   uc = curl_url_set(u, CURLUPART_URL, url, 0);
   if (uc == CURLUE_OK) uc = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
@@ -428,26 +500,31 @@ static void check_url(lua_State *L, const char *url) {
   curl_free(shown);
   curl_free(query);
   curl_url_cleanup(u);
+  if (strlen(url) == len) {  /* an embedded NUL never gets this far */
+    size_t n;
+    const char *s = lua_tolstring(L, -1, &n);
+    cache_url(ctx, url, len, s, n);
+  }
 }
 
 static void configure(lua_State *L, http_op *op) {
   CURL *e = op->easy;
-  size_t ml = 0, bl = 0;
-  const char *method, *url, *body, *ca, *version;
-  long timeout, ctimeout, idle, httpv;
-  int h2c;
+  req_opts o;
+  const char *method, *url;
+  long httpv;
+  int https;
 
-  check_known_opts(L);
-  if (lua_getfield(L, S_OPTS, "url") != LUA_TSTRING)
-    luaL_error(L, "lash.http.request: option 'url' (a string) is required");
-  url = lua_tostring(L, -1);
-  lua_pop(L, 1);
-  check_url(L, url);                                  /* S_URL */
-  body = opt_string(L, "body", &bl);
-  method = opt_string(L, "method", &ml);
-  if (method && !is_token(method, ml))
+  read_opts(L, &o);
+  url = o.url;
+  if (strlen(url) != o.url_len)
+    luaL_error(L, "lash.http.request: option 'url' contains a NUL byte");
+  check_url(L, op->ctx, url, o.url_len);
+  lua_replace(L, S_URL);
+  https = strncasecmp(url, "https:", 6) == 0;
+  method = o.method;
+  if (method && !is_token(method, o.method_len))
     luaL_error(L, "lash.http.request: invalid method '%s'", method);
-  if (!method) method = body ? "POST" : "GET";
+  if (!method) method = o.body ? "POST" : "GET";
 
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -464,83 +541,65 @@ static void configure(lua_State *L, http_op *op) {
 
   if (strcmp(method, "HEAD") == 0) {
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-  } else if (strcmp(method, "GET") != 0 || body) {
+  } else if (strcmp(method, "GET") != 0 || o.body) {
     if (strcmp(method, "POST") != 0)
       curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-    if (body || strcmp(method, "POST") == 0) {
+    if (o.body || strcmp(method, "POST") == 0) {
       /* The body string is anchored at S_BODY for the whole transfer. */
-      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)bl);
-      curl_easy_setopt(e, CURLOPT_POSTFIELDS, body ? body : "");
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o.body_len);
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, o.body ? o.body : "");
     }
   }
-  set_headers(L, op, body != NULL);
+  set_headers(L, op, o.body != NULL);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, op->hdrs);
 
-  timeout = opt_seconds(L, "timeout", 0);
-  ctimeout = opt_seconds(L, "connect_timeout", DEFAULT_CONNECT_TIMEOUT);
-  idle = opt_seconds(L, "idle_timeout", 0);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ctimeout);
-  if (idle > 0) {
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)ceil(o.timeout * 1000));
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                   (long)ceil(o.connect_timeout * 1000));
+  if (o.idle_timeout > 0) {
     /* libcurl counts whole seconds below 1 byte/s as stalled. */
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (idle + 999) / 1000);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)ceil(o.idle_timeout));
   }
 
-  if (!opt_bool(L, "verify", 1)) {
+  if (!o.verify) {
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  ca = opt_string(L, "ca_file", NULL);
-  if (ca) curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+  if (o.ca) curl_easy_setopt(e, CURLOPT_CAINFO, o.ca);
 
-  if (opt_bool(L, "follow_redirects", 0)) {
+  if (o.follow) {
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(e, CURLOPT_MAXREDIRS,
-                     (long)opt_int(L, "max_redirects", DEFAULT_MAX_REDIRECTS,
-                                   0));
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, (long)o.max_redirects);
   }
 
-  h2c = opt_bool(L, "http2_prior_knowledge", 0);
-  version = opt_string(L, "http_version", NULL);
   /* Cleartext without prior knowledge is HTTP/1.1 either way; saying so
   ** keeps libcurl < 8 from treating an in-use HTTP/1.1 connection as one
   ** it may multiplex on, once the origin has had an HTTP/2 connection. */
-  httpv = h2c ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
-      : strncasecmp(url, "https:", 6) == 0 ? CURL_HTTP_VERSION_2TLS
-      : CURL_HTTP_VERSION_1_1;
-  if (version && strcmp(version, "1.1") == 0 && !h2c)
+  httpv = o.h2c ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+      : https ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1;
+  if (o.version && strcmp(o.version, "1.1") == 0 && !o.h2c)
     httpv = CURL_HTTP_VERSION_1_1;
-  else if (version && strcmp(version, "2") != 0)
+  else if (o.version && strcmp(o.version, "2") != 0)
     luaL_error(L, "lash.http.request: option 'http_version' must be \"2\" "
                "(the default: HTTP/2 where TLS offers it) or \"1.1\" (not "
                "with http2_prior_knowledge)");
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, httpv);
-  if (h2c && op->ctx->h2c_no_reuse) {
+  if (o.h2c && op->ctx->h2c_no_reuse) {
     /* libcurl before 8.0.0 breaks a prior-knowledge HTTP/2 connection
     ** when it reuses it ("Error in the HTTP2 framing layer", curl issue
     ** 10634): give each such request a connection of its own. */
     curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
     curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-  } else if (h2c || (httpv != CURL_HTTP_VERSION_1_1 &&
-                     strncasecmp(url, "https:", 6) == 0)) {
+  } else if (o.h2c || (https && httpv != CURL_HTTP_VERSION_1_1)) {
     /* Let concurrent requests to one host wait to multiplex on a single
     ** HTTP/2 connection instead of opening one each. */
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
   }
 
-  op->check_status = opt_bool(L, "check_status", 0);
-  op->max_body = (size_t)opt_int(L, "max_body_bytes", DEFAULT_MAX_BODY, 1);
-
-  /* Anchor the body string and on_chunk on the stack. */
-  lua_getfield(L, S_OPTS, "on_chunk");
-  if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
-    luaL_error(L, "lash.http.request: option 'on_chunk' must be a function, "
-               "got %s", luaL_typename(L, -1));
-  op->streaming = lua_isfunction(L, -1);
-  lua_replace(L, S_ONCHUNK);
-  lua_getfield(L, S_OPTS, "body");
-  lua_replace(L, S_BODY);
+  op->check_status = o.check_status;
+  op->max_body = (size_t)o.max_body;
+  op->streaming = lua_isfunction(L, S_ONCHUNK);
 }
 
 /* ---- results and errors -------------------------------------------------- */
@@ -659,12 +718,17 @@ static void push_headers(lua_State *L, const buf *h) {
     while (v < ve && (*v == ' ' || *v == '\t')) v++;
     while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
     {
-      luaL_Buffer b;
-      const char *c;
-      luaL_buffinit(L, &b);
-      for (c = line; c < colon; c++)
-        luaL_addchar(&b, (char)tolower((unsigned char)*c));
-      luaL_pushresult(&b);
+      char low[64];
+      size_t n = (size_t)(colon - line), i;
+      if (n <= sizeof low) {
+        for (i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)line[i]);
+        lua_pushlstring(L, low, n);
+      } else {
+        luaL_Buffer b;
+        char *d = luaL_buffinitsize(L, &b, n);
+        for (i = 0; i < n; i++) d[i] = (char)tolower((unsigned char)line[i]);
+        luaL_pushresultsize(&b, n);
+      }
     }
     lua_pushvalue(L, -1);
     if (lua_rawget(L, t) == LUA_TSTRING) {
@@ -767,26 +831,28 @@ static int pump(lua_State *L, http_op *op) {
   }
 }
 
-/* lash.http.request(opts) -> status, headers, body */
+/* lash.http.request(opts) -> status, headers, body
+** Upvalues: the runtime's context and the op metatable. */
 static int l_request(lua_State *L) {
-  http_ctx *ctx;
+  http_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
   http_op *op;
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  ctx = ctx_get(L);
   op = lua_newuserdatauv(L, sizeof *op, 0);           /* S_OP */
   memset(op, 0, sizeof *op);
   op->state = OP_IDLE;
   lash_wait_init(&op->w, op_cancel);
-  luaL_setmetatable(L, HTTP_OP_MT);
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_setmetatable(L, S_OP);
   op->ctx = ctx;
-  op->loop = lash_runtime_loop(L);
-  lua_pushnil(L);                                     /* S_ONCHUNK */
-  lua_pushnil(L);                                     /* S_BODY */
+  op->loop = ctx->loop;
+  lua_settop(L, S_NFIXED);               /* S_ONCHUNK .. S_URL: nil */
+  if (ctx->closed)
+    return luaL_error(L, "lash.http.request: the lash runtime is closed");
   op->easy = pool_get(ctx);
-  if (!op->easy) return luaL_error(L, "lash.http.request: cannot create a "
-                                   "curl handle");
-  configure(L, op);                                   /* pushes S_URL */
+  if (!op->easy)
+    return luaL_error(L, "lash.http.request: cannot create a curl handle");
+  configure(L, op);
   lua_settop(L, S_NFIXED);
   if (lash_curl_add(op->loop, op->easy, op_done, op) != 0) {
     op_release(op);
@@ -799,11 +865,8 @@ static int l_request(lua_State *L) {
 /* ---- module ---------------------------------------------------------------- */
 
 int lash_open_http(lua_State *L) {
-  static const luaL_Reg funcs[] = {
-    {"request", l_request},
-    {"sse_parser", lash_sse_parser_new},
-    {NULL, NULL}
-  };
+  lua_createtable(L, 0, 2);
+  ctx_get(L);
   if (luaL_newmetatable(L, HTTP_OP_MT)) {
     lua_pushcfunction(L, op_gc);
     lua_setfield(L, -2, "__gc");
@@ -812,7 +875,9 @@ int lash_open_http(lua_State *L) {
     lua_pushliteral(L, "lash.http.request");
     lua_setfield(L, -2, "__name");
   }
-  lua_pop(L, 1);
-  luaL_newlib(L, funcs);
+  lua_pushcclosure(L, l_request, 2);
+  lua_setfield(L, -2, "request");
+  lua_pushcfunction(L, lash_sse_parser_new);
+  lua_setfield(L, -2, "sse_parser");
   return 1;
 }
