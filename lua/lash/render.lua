@@ -131,8 +131,9 @@ M.one_line = one_line
 
 local function args_text(args)
   if type(args) == "string" then return args end
-  local s = json.try_encode(args or {})
-  return s or "?"
+  -- sorted keys: the same call prints the same way every time
+  local ok, s = pcall(json.encode_canonical, args or {})
+  return ok and s or "?"
 end
 
 local function thousands(n)
