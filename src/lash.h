@@ -102,14 +102,13 @@ lash_State *lash_open(const lash_Options *opts);
 ** opened): lash's modules become loadable there (`require "lash"`) and the
 ** whole API works on it. The host's allocator rules, so memory_limit and
 ** alloc must be unset; lua_dir, state_root and log apply. One attachment
-** per Lua state at a time. (In a state of lash_open's, the first budgeted
-** lash_step sets a small collector step size, 2^9 bytes, so garbage
-** collection splits finely; an attached state keeps the host's setting
-** and lash_step assumes Lua's default, 2^13.) Errors as for lash_open.
-** lash_close then
+** per Lua state at a time; errors as for lash_open. lash_close then
 ** cancels the runs started through this API and detaches, leaving L open:
 ** lash's loop lives on in L (for the host's own Lua use of lash) until the
-** host closes L. */
+** host closes L. The collector: in a state of lash_open's, the first
+** budgeted lash_step sets a small step size (2^9 bytes) so garbage
+** collection splits finely; an attached state keeps the host's setting,
+** and lash_step assumes Lua's default (2^13). */
 lash_State *lash_attach(lua_State *L, const lash_Options *opts);
 
 /* Cancel every task still running (attached: the runs started through
