@@ -605,7 +605,8 @@ describe("lash.http.request", function()
     local function lua_child(env, code)
       local cmd = ("%s lua5.4 -e %s 2>&1"):format(env, sh_quote(
         "package.path = 'lua/?.lua;lua/?/init.lua;' .. package.path; " ..
-        "package.cpath = 'build/?.so;' .. package.cpath; " .. code))
+        "package.cpath = '" .. (os.getenv("LASH_BUILD") or "build") ..
+        "/?.so;' .. package.cpath; " .. code))
       local p = assert(io.popen(cmd, "r"))
       local out = p:read("a")
       local ok, _, rc = p:close()

@@ -831,8 +831,39 @@ static int pump(lua_State *L, http_op *op) {
   }
 }
 
-/* lash.http.request(opts) -> status, headers, body
-** Upvalues: the runtime's context and the op metatable. */
+/*
+** lash.http.request(opts) -> status, headers, body
+**
+** Waits without blocking: inside a task it yields to the loop, outside one
+** it drives the loop (and every task) until the response is complete.
+** opts (unknown keys raise):
+**   url                 absolute http:// or https:// URL (required)
+**   method              default "POST" with a body, else "GET"
+**   headers             { Name = "value" | number }; "" sends an empty value
+**   body                request body string (no Content-Type is invented)
+**   timeout             seconds for the whole transfer (default: none)
+**   connect_timeout     seconds (default 30)
+**   idle_timeout        seconds without a received byte (whole seconds)
+**   on_chunk            function(chunk): gets the body as it arrives, in
+**                       the waiting task, and may wait itself; the body
+**                       result is then nil; an error it raises aborts the
+**                       transfer and propagates
+**   verify              verify TLS peer and host (default true)
+**   ca_file             CA bundle to verify against
+**   follow_redirects    default false; max_redirects (default 10)
+**   http_version        "2" (default: HTTP/2 where TLS ALPN offers it) or
+**                       "1.1"; http2_prior_knowledge = true for h2c
+**   check_status        raise a "status" error for statuses >= 400
+**   max_body_bytes      response body cap (default 64 MiB), streamed or not
+** Returns the status (integer), the headers of the final response (lower-
+** case names, repeats joined with ", ") and the body (nil with on_chunk).
+** Failures raise typed errors {kind, message, retryable, url, curl_code}:
+** "connect", "timeout", "tls", "http" (transport, including a connection
+** dropped mid-body: retryable; size caps: not), "status" (with status,
+** headers and body), and "cancelled" when the task is cancelled. Messages
+** show the URL without credentials or query, never a header value.
+** Upvalues: the runtime's context and the op metatable.
+*/
 static int l_request(lua_State *L) {
   http_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
   http_op *op;
