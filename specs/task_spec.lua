@@ -187,3 +187,16 @@ describe("lash futures", function()
     assert.is_true(lash.is_error(err, "deadlock"))
   end)
 end)
+
+describe("lash.log", function()
+  it("checks its level", function()
+    assert.has_error(function() lash.log("loud", "x") end)
+    assert.has_error(function() lash.log("info") end)
+  end)
+
+  it("accepts every level", function()
+    for _, level in ipairs({ "debug", "info", "warning", "warn", "error" }) do
+      lash.log(level, "level " .. level .. " (expected output on stderr for warnings and errors)")
+    end
+  end)
+end)

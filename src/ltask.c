@@ -518,6 +518,28 @@ static int l_step(lua_State *L) {
   return 1;
 }
 
+/*** Send a diagnostic to the host's log (lash_Options.log; stderr by
+** default): lash.log(level, message), level one of "debug", "info",
+** "warning", "error". Debug and info lines reach stderr only when
+** LASH_LOG is "debug" or "info"; a host's callback gets them all. */
+static int l_log(lua_State *L) {
+  static const char *const levels[] = {"debug", "info", "warning", "error",
+                                       "warn", NULL};
+  static const int values[] = {LASH_LOG_DEBUG, LASH_LOG_INFO, LASH_LOG_WARN,
+                               LASH_LOG_ERROR, LASH_LOG_WARN};
+  int level = values[luaL_checkoption(L, 1, NULL, levels)];
+  const char *msg = luaL_checkstring(L, 2);
+  lash_runtime *rt = lash_runtime_get(L);
+  if (level < LASH_LOG_WARN && rt->log_is_default) {
+    const char *want = getenv("LASH_LOG");
+    if (!want || (strcmp(want, "debug") != 0 &&
+                  !(strcmp(want, "info") == 0 && level == LASH_LOG_INFO)))
+      return 0;
+  }
+  lash_runtime_log(rt, level, "%s", msg);
+  return 0;
+}
+
 static int l_ntasks(lua_State *L) {
   lua_pushinteger(L, lash_runtime_get(L)->ntasks);
   return 1;
@@ -581,7 +603,7 @@ int lash_open_task(lua_State *L) {
     {"spawn", l_spawn}, {"sleep", l_sleep}, {"now", l_now},
     {"future", l_future_new}, {"current", l_current}, {"run", l_run},
     {"step", l_step}, {"ntasks", l_ntasks}, {"error", l_error},
-    {"is_error", l_is_error}, {NULL, NULL}};
+    {"is_error", l_is_error}, {"log", l_log}, {NULL, NULL}};
   lash_runtime_open(L);
   make_meta(L, LASH_TASK_MT, task_methods, l_task_gc, l_task_tostring);
   make_meta(L, LASH_FUTURE_MT, future_methods, NULL, NULL);

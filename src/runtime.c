@@ -30,8 +30,9 @@ static int runtime_gc(lua_State *L) {
 
 static void default_log(void *ud, int level, const char *msg) {
   (void)ud;
-  fprintf(stderr, "lash: %s%s\n", level >= LASH_LOG_WARN ? "warning: " : "",
-          msg);
+  fprintf(stderr, "lash: %s%s\n",
+          level >= LASH_LOG_ERROR ? "error: "
+          : level == LASH_LOG_WARN ? "warning: " : "", msg);
 }
 
 lash_runtime *lash_runtime_open(lua_State *L) {
@@ -70,6 +71,7 @@ lash_runtime *lash_runtime_open(lua_State *L) {
   lua_newtable(L);
   rt->threads_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   rt->log = default_log;
+  rt->log_is_default = 1;
   return rt;
 }
 

@@ -284,6 +284,7 @@ static void finish_open(lash_State *S, const lash_Options *opts, int attach) {
   if (S->log) {
     lash_runtime *rt = lash_runtime_get(S->L);
     rt->log = forward_log;
+    rt->log_is_default = 0;
     rt->log_ud = S;
   }
 }

@@ -61,6 +61,7 @@ struct lash_runtime {
   int threads_ref;        /* registry table: thread -> task userdata */
   void (*log)(void *ud, int level, const char *msg);
   void *log_ud;
+  int log_is_default;     /* stderr: filter debug/info by LASH_LOG */
 };
 
 void lash_task_make_ready(lash_task *t);

@@ -47,15 +47,11 @@ M.RELEASE_ATTEMPTS = 3
 M.release_delay = 1.0
 M.getenv = os.getenv
 
---- Where warnings and notes go unless a capability has its own `log`:
--- warnings to stderr; info only when LASH_LOG is "info" or "debug".
+--- Where warnings and notes go unless a capability has its own `log`: the
+-- host's log (lash.log: stderr by default, where info shows only with
+-- LASH_LOG=info or debug; an embedding host's log callback otherwise).
 function M.log(level, message)
-  if level == "warning" then
-    io.stderr:write("lash: warning: ", message, "\n")
-  elseif level == "info" then
-    local want = os.getenv("LASH_LOG")
-    if want == "info" or want == "debug" then io.stderr:write("lash: ", message, "\n") end
-  end
+  require("lash").log(level, message)
 end
 
 local function L()
