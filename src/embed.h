@@ -28,6 +28,10 @@ struct lash_State {
   void (*log)(void *ud, int level, const char *msg);
   void *log_ud;
   int failed;            /* status of a failed open/attach: every call returns it */
+  /* attached: the runtime's log before ours, put back at close */
+  void (*prev_log)(void *ud, int level, const char *msg);
+  void *prev_log_ud;
+  int prev_log_is_default;
   int attached;          /* L belongs to the host (lash_attach) */
   int depth;             /* host callbacks running right now */
   int closing;           /* inside lash_close: no more callbacks */

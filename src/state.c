@@ -283,6 +283,9 @@ static void finish_open(lash_State *S, const lash_Options *opts, int attach) {
   }
   if (S->log) {
     lash_runtime *rt = lash_runtime_get(S->L);
+    S->prev_log = rt->log;
+    S->prev_log_ud = rt->log_ud;
+    S->prev_log_is_default = rt->log_is_default;
     rt->log = forward_log;
     rt->log_is_default = 0;
     rt->log_ud = S;
@@ -376,6 +379,12 @@ int lash_close(lash_State *S) {
       lashE_shutdown(S, CLOSE_GRACE_MS);
       lua_pushnil(S->L);
       lua_setfield(S->L, LUA_REGISTRYINDEX, ATTACHED_KEY);
+      /* the runtime outlives S: it must not log through it any more */
+      if (rt && rt->log == forward_log && rt->log_ud == S) {
+        rt->log = S->prev_log;
+        rt->log_ud = S->prev_log_ud;
+        rt->log_is_default = S->prev_log_is_default;
+      }
     } else {
       /* Unwind running tasks so their cleanup (destroying owned
       ** sandboxes, closing toolsets) happens while the loop still works;

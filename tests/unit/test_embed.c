@@ -745,6 +745,12 @@ static void test_close_in_flight(void) {
   for (i = 0; i < 5; i++) T_EQ_INT(lash_run_free(runs[i]), LASH_OK, "free a run after close");
 }
 
+static int logged;
+static void on_log(void *ud, int level, const char *msg) {
+  (void)ud; (void)level; (void)msg;
+  logged++;
+}
+
 static void test_attach(void) {
   lua_State *L = luaL_newstate();
   lash_State *S, *S2;
@@ -783,9 +789,15 @@ static void test_attach(void) {
   lash_run_free(run);
   T_OK(luaL_dostring(L, "local lash = require 'lash'; lash.run(); assert(host_task:join() == 7)") == LUA_OK,
        "the host's task was left alone and still finishes: %s", lua_tostring(L, -1));
-  S = lash_attach(L, NULL);
-  T_OK(S && strcmp(lash_errmsg(S), "no error") == 0, "attach again after close");
+  lash_options_init(&o);
+  o.log = on_log;
+  S = lash_attach(L, &o);
+  T_OK(S && strcmp(lash_errmsg(S), "no error") == 0, "attach again after close, with a log callback");
+  T_OK(luaL_dostring(L, "require('lash').log('warning', 'from the host')") == LUA_OK && logged == 1,
+       "the host's Lua logs through it");
   lash_close(S);
+  T_OK(luaL_dostring(L, "require('lash').log('debug', 'after close')") == LUA_OK && logged == 1,
+       "after close the runtime no longer calls it");
   lash_options_init(&o);
   o.memory_limit = 1 << 20;
   S = lash_attach(L, &o);
