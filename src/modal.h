@@ -35,7 +35,7 @@ typedef struct modal_config {
   char *ca_file;                   /* extra CA bundle (lash option) */
   int sandbox_v2;                  /* create V2 sandboxes (default 1) */
   double max_throttle_wait;        /* total server-directed delay; <0 unlimited */
-  char source[160];                /* where the settings came from */
+  char source[1280];               /* where the settings came from */
 } modal_config;
 
 /* Explicit settings (lash config options); NULL / -1 = not given. They win
