@@ -471,11 +471,19 @@ void lash_loop_wake(lash_loop *loop) {
 /* ---- the loop ---------------------------------------------------- */
 
 lash_loop *lash_loop_new(void) {
-  lash_loop *loop = calloc(1, sizeof *loop);
-  if (!loop) return NULL;
+  lash_loop *loop;
+  /* Reference-counted by libcurl (and thread-safe since 7.84); paired with
+  ** the cleanup in lash_loop_free, so each loop holds one reference. */
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return NULL;
+  loop = calloc(1, sizeof *loop);
+  if (!loop) {
+    curl_global_cleanup();
+    return NULL;
+  }
   loop->epfd = epoll_create1(EPOLL_CLOEXEC);
   if (loop->epfd < 0) {
     free(loop);
+    curl_global_cleanup();
     return NULL;
   }
   lash_timer_init(&loop->curl_timer);
@@ -484,6 +492,7 @@ lash_loop *lash_loop_new(void) {
   if (!loop->multi) {
     close(loop->epfd);
     free(loop);
+    curl_global_cleanup();
     return NULL;
   }
   curl_multi_setopt(loop->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb);
@@ -504,6 +513,7 @@ void lash_loop_free(lash_loop *loop) {
   close(loop->epfd);
   free(loop->heap);
   free(loop);
+  curl_global_cleanup();
 }
 
 int lash_loop_alive(const lash_loop *loop) {
