@@ -280,6 +280,71 @@ describe("JSON specs", function()
   end)
 end)
 
+describe("spec strings (spec.load_string)", function()
+  it("run a Lua spec in the same safe environment as a file, naming the string", function()
+    local agent = assert(spec.load_string("return lash.agent { name = 'str', model = 'test' }", "mine"))
+    assert.equal("str", agent.name)
+    for _, code in ipairs { "os.execute('touch /tmp/pwned')", "io.open('/etc/passwd')", "require 'socket'",
+                            "debug.getinfo(1)", "os.getenv('HOME')", "load('x', 'x', 'b')" } do
+      local a, err = spec.load_string(code .. "\nreturn {}", "mine")
+      assert.is_nil(a, code)
+      assert.matches("^mine:1: ", err)
+    end
+    local _, err = spec.load_string("os.execute('true') return {}", "user")
+    assert.matches("os.execute is not available to a spec loaded without --trust", err, 1, true)
+    assert.equal("string", spec.load_string("return { model = 'test', name = type(os.getenv('HOME')) }", "host",
+      { trust = true }).name)
+  end)
+
+  it("keep to the instruction and memory budgets", function()
+    local _, err = spec.load_string("while true do end", "loop", { budget = SMALL })
+    assert.equal("loop: the spec ran past its budget of 200000 Lua instructions while loading (an endless "
+      .. "loop?). A spec should only build the agent; pass --trust to load it without limits.", err)
+    _, err = spec.load_string("local n = 0 while true do n = n + 1 end")
+    assert.matches("^spec: the spec ran past its budget of 10000000 Lua instructions", err)
+    _, err = spec.load_string("local s = 'x' while true do s = s .. s end", "bomb",
+      { budget = { instructions = 1e9, memory = 8 * 1024 * 1024 } })
+    assert.matches("^bomb: the spec used more than .* of memory while loading %(a runaway allocation%?%)", err)
+  end)
+
+  it("choose YAML or JSON by the name's extension, or JSON by a leading {", function()
+    assert.equal("j", assert(spec.load_string('  {"model": "test", "name": "j", "description": null}')).name)
+    assert.equal("n", assert(spec.load_string('{"model": "test", "name": "n"}', "agent.json")).name)
+    assert.equal("x", assert(spec.load_string('return { model = "test", name = "x" }', "agent.json",
+      { format = "lua" })).name)
+    local _, err = spec.load_string("{model: test}", "agent.json")
+    assert.matches("^agent.json: not valid JSON", err)
+    _, err = spec.load_string('{"modle": "test"}')
+    assert.matches("^spec: unknown key 'modle'", err)
+    _, err = spec.load_string("{ model = 'test' }", "t.lua")
+    assert.matches("^t.lua:1: ", err)
+    if pcall(require, "lyaml") then
+      assert.equal("y", assert(spec.load_string("model: test\nname: y\n", "agent.yaml")).name)
+      assert.equal("local", assert(spec.load_string("capabilities: [Sandbox]\n", "a.YML")).capabilities[1].backend)
+      _, err = spec.load_string("model: test\n  bad: indent\n", "agent.yml")
+      assert.matches("^agent.yml: not valid YAML", err)
+    end
+  end)
+
+  it("refuse misuse", function()
+    assert.has_error(function() spec.load_string(nil) end, "lash.spec.load_string: text must be a string, got nil")
+    assert.has_error(function() spec.load_string("x", 3) end,
+      "lash.spec.load_string: name must be a string (or nil), got number")
+    assert.has_error(function() spec.load_string("x", "x", "t") end,
+      "lash.spec.load_string: options must be a table, got string")
+    assert.has_error(function() spec.load_string("x", "x", { format = "toml" }) end,
+      'lash.spec.load_string: format must be "lua", "yaml" or "json", got toml')
+  end)
+
+  it("take the attach and backend options like files", function()
+    local a = assert(spec.load_string('{"capabilities": ["Sandbox"]}', "s.yaml", { format = "json", attach = "lb-x",
+                                       owner = "o" }))
+    assert.equal("lb-x", a.capabilities[1].opts.attach_to)
+    local _, err = spec.load_string('{"model": "test"}', "s", { owner = "o" })
+    assert.equal("owner only applies together with attach (--owner needs --attach)", err)
+  end)
+end)
+
 describe("registered capability types", function()
   after_each(function()
     spec.unregister_capability("Notes")

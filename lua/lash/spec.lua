@@ -1,6 +1,6 @@
---- Agent specs: files that define an agent, in Lua, YAML or JSON
--- (`lash.load_spec`, `lash run SPEC`), and the named capability types they
--- can use (`lash.register_capability`).
+--- Agent specs: files or strings that define an agent, in Lua, YAML or
+-- JSON (`lash.load_spec`, `lash run SPEC`, `spec.load_string`), and the
+-- named capability types they can use (`lash.register_capability`).
 --
 -- **Lua** (`.lua`): a chunk that returns `lash.agent{...}` or a plain table
 -- in the same shape. It is loaded as text (mode "t") into a fresh
@@ -494,10 +494,11 @@ local function to_agent(spec, path)
   return a
 end
 
-local function load_lua(text, path, opts)
+-- `chunkname` as for load: "@path" for a file, "=name" for a string.
+local function load_lua(text, path, chunkname, opts)
   if opts.trust then
     local env = setmetatable({ lash = L() }, { __index = _G })
-    local chunk, err = load(text, "@" .. path, "t", env)
+    local chunk, err = load(text, chunkname, "t", env)
     if not chunk then error(err, 0) end
     local ok, spec = pcall(chunk)
     if not ok then
@@ -509,13 +510,24 @@ local function load_lua(text, path, opts)
   local budget = { instructions = (opts.budget or {}).instructions or M.BUDGET.instructions,
                    memory = (opts.budget or {}).memory or M.BUDGET.memory }
   local env, state = safe_env(budget)
-  local chunk, err = load(text, "@" .. path, "t", env)
+  local chunk, err = load(text, chunkname, "t", env)
   if not chunk then error(err, 0) end
   return run_budgeted(chunk, path, budget, state)
 end
 
 ---------------------------------------------------------------------------
 -- Loading
+
+local FORMATS = { lua = true, yaml = true, json = true }
+
+local function check_opts(who, opts)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then error(who .. ": options must be a table, got " .. type(opts), 3) end
+  if opts.format ~= nil and not FORMATS[opts.format] then
+    error(who .. ": format must be \"lua\", \"yaml\" or \"json\", got " .. tostring(opts.format), 3)
+  end
+  return opts
+end
 
 local function format_of(path, given)
   if given then return given end
@@ -525,6 +537,30 @@ local function format_of(path, given)
   if ext == "json" then return "json" end
   if ext == "lua" then return "lua" end
   return nil
+end
+
+-- Build the agent of a spec's text; then the attach/owner/backend options.
+-- `label` starts every message (the path, or the string's name).
+local function build(text, label, chunkname, format, opts)
+  local ok, agent = pcall(function()
+    if format == "lua" then return to_agent(load_lua(text, label, chunkname, opts), label) end
+    local t = format == "yaml" and decode_yaml(text, label) or decode_json(text, label)
+    return M.from_table(t, label)
+  end)
+  if not ok then return nil, describe_error(agent) end
+  local sandbox = require "lash.capabilities.sandbox"
+  if opts.attach ~= nil then
+    local a, err = sandbox.attach_agent(agent, opts.attach, opts.owner, opts.backend)
+    if not a then return nil, label .. ": " .. strip_who(err) end
+    agent = a
+  elseif opts.owner ~= nil then
+    return nil, "owner only applies together with attach (--owner needs --attach)"
+  elseif opts.backend ~= nil then
+    local a, err = sandbox.with_backend(agent, opts.backend)
+    if not a then return nil, label .. ": " .. strip_who(err) end
+    agent = a
+  end
+  return agent
 end
 
 --- Load an agent spec.
@@ -540,8 +576,7 @@ end
 -- @treturn[2] string what went wrong, starting with the path
 function M.load(path, opts)
   if type(path) ~= "string" then error("lash.load_spec: path must be a string, got " .. type(path), 2) end
-  opts = opts or {}
-  if type(opts) ~= "table" then error("lash.load_spec: options must be a table, got " .. type(opts), 2) end
+  opts = check_opts("lash.load_spec", opts)
   local format = format_of(path, opts.format)
   if not format then
     return nil, path .. ": unknown spec format; name the file .lua, .yaml, .yml or .json"
@@ -550,25 +585,33 @@ function M.load(path, opts)
   if not f then return nil, "cannot open " .. tostring(ferr) end
   local text = f:read("a")
   f:close()
-  local ok, agent = pcall(function()
-    if format == "lua" then return to_agent(load_lua(text, path, opts), path) end
-    local t = format == "yaml" and decode_yaml(text, path) or decode_json(text, path)
-    return M.from_table(t, path)
-  end)
-  if not ok then return nil, describe_error(agent) end
-  local sandbox = require "lash.capabilities.sandbox"
-  if opts.attach ~= nil then
-    local a, err = sandbox.attach_agent(agent, opts.attach, opts.owner, opts.backend)
-    if not a then return nil, path .. ": " .. strip_who(err) end
-    agent = a
-  elseif opts.owner ~= nil then
-    return nil, "owner only applies together with attach (--owner needs --attach)"
-  elseif opts.backend ~= nil then
-    local a, err = sandbox.with_backend(agent, opts.backend)
-    if not a then return nil, path .. ": " .. strip_who(err) end
-    agent = a
+  return build(text, path, "@" .. path, format, opts)
+end
+
+--- Load an agent spec from a string, exactly as `load` loads a file: a
+-- Lua spec runs in the same safe environment under the same budgets
+-- (unless `opts.trust`), so text from elsewhere (a user, a request) is
+-- as safe to load as a file.
+-- @tparam string text the spec
+-- @tparam[opt="spec"] string name starts every message, and chooses the
+--   format by its extension (.lua, .yaml/.yml, .json); without one of
+--   those, text starting with `{` is JSON and anything else Lua
+-- @tparam[opt] table opts as for `load` (`format` overrides the guess)
+-- @treturn[1] agent
+-- @treturn[2] nil
+-- @treturn[2] string what went wrong, starting with the name
+function M.load_string(text, name, opts)
+  if type(text) ~= "string" then
+    error("lash.spec.load_string: text must be a string, got " .. type(text), 2)
   end
-  return agent
+  if name ~= nil and type(name) ~= "string" then
+    error("lash.spec.load_string: name must be a string (or nil), got " .. type(name), 2)
+  end
+  name = name or "spec"
+  opts = check_opts("lash.spec.load_string", opts)
+  local format = format_of(name, opts.format)
+  if not format then format = text:match("^%s*{") and "json" or "lua" end
+  return build(text, name, "=" .. name, format, opts)
 end
 
 return M
