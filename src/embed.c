@@ -475,6 +475,8 @@ typedef struct gcall {
   void *fn_ud;
   int nstr;
   const char *str[4];     /* string arguments (NULL: nil) */
+  int has_int;            /* then one integer argument */
+  lua_Integer ival;
   int keep;               /* keep the result in the registry (ref) */
   int ref;
   int kill_tool;          /* unregister: the result is the tool record */
@@ -501,6 +503,10 @@ static int p_glue(lua_State *L) {
   for (i = 0; i < g->nstr; i++) {
     if (g->str[i]) lua_pushstring(L, g->str[i]);
     else lua_pushnil(L);
+    nargs++;
+  }
+  if (g->has_int) {
+    lua_pushinteger(L, g->ival);
     nargs++;
   }
   lua_call(L, nargs, 1);
@@ -542,19 +548,31 @@ int lash_load_spec_file(lash_State *S, const char *path) {
   return glue_call(&g);
 }
 
-int lash_load_spec_string(lash_State *S, const char *text, const char *name) {
+static int load_string(lash_State *S, const char *text, const char *name,
+                       int safe, const char *who) {
   gcall g;
   int st;
-  if ((st = lashS_check(S, "lash_load_spec_string")) != LASH_OK) return st;
+  if ((st = lashS_check(S, who)) != LASH_OK) return st;
   if (!text) {
-    lashS_seterr(S, "lash_load_spec_string: NULL text");
+    lashS_seterr(S, "%s: NULL text", who);
     return LASH_EARG;
   }
   gcall_init(&g, S, "load_string");
   g.nstr = 2;
   g.str[0] = text;
   g.str[1] = name;
+  g.has_int = 1;
+  g.ival = safe;
   return glue_call(&g);
+}
+
+int lash_load_spec_string(lash_State *S, const char *text, const char *name) {
+  return load_string(S, text, name, 0, "lash_load_spec_string");
+}
+
+int lash_load_spec_string_safe(lash_State *S, const char *text,
+                               const char *name) {
+  return load_string(S, text, name, 1, "lash_load_spec_string_safe");
 }
 
 int lash_set_value(lash_State *S, const char *key, const char *value) {

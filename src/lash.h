@@ -163,11 +163,22 @@ int lash_fd(lash_State *S);
 /* ---- agents ---------------------------------------------------------- */
 
 /* Load the agent spec runs will use: a Lua file or string returning
-** lash.agent{...} or a table in the same shape (YAML and JSON specs once
-** lash.spec is in the tree). Replaces the previous agent; runs in flight
-** keep theirs. name labels errors (NULL: "spec"). */
+** lash.agent{...} or a table in the same shape, or a YAML or JSON spec
+** (lua/lash/spec.lua). Replaces the previous agent; runs in flight keep
+** theirs. A file is loaded as `lash run` loads it without --trust: Lua in
+** a safe environment (no io, os.execute, require, ...) under an
+** instruction and a memory budget (require("lash.spec").BUDGET: 10^7
+** instructions, 64 MiB; lash_dostring may change it); its extension
+** (.lua, .yaml/.yml, .json) gives the format. A string's format comes from name's extension,
+** else JSON if it starts with '{', else Lua; name labels errors (NULL:
+** "spec"). lash_load_spec_string runs a Lua string trusted, with the full
+** standard library and no budget: use it for the host's own text only.
+** lash_load_spec_string_safe loads any other text (a user's, a
+** download's) exactly as a file is loaded. */
 int lash_load_spec_file(lash_State *S, const char *path);
 int lash_load_spec_string(lash_State *S, const char *text, const char *name);
+int lash_load_spec_string_safe(lash_State *S, const char *text,
+                               const char *name);
 
 /* A string the spec's instruction templates read as {{ values.key }}, for
 ** runs started from now on (a run's options may override it). value NULL

@@ -19,7 +19,7 @@
 local lash = require "lash"
 local json = require "lash.json"
 local tool = require "lash.tool"
-local agent_mod = require "lash.agent"
+local spec = require "lash.spec"
 
 local M = {}
 
@@ -81,73 +81,6 @@ local function decode_options(text)
   return o
 end
 
--- The agent spec loader (lash.spec: Lua in a safe environment under
--- budgets, YAML, JSON), when this tree has it; nil otherwise.
-local function spec_module()
-  local ok, mod = pcall(require, "lash.spec")
-  if ok and type(mod) == "table" then return mod end
-  if not ok and not tostring(mod):find("module 'lash.spec' not found", 1, true) then
-    error(mod, 0)
-  end
-  return nil
-end
-
--- A Lua spec given as a string comes from the host itself, so it runs
--- trusted (like `lash run --trust`): in an environment that sees `lash`
--- and the globals.
-local function run_lua_spec(loader, label)
-  local env = setmetatable({ lash = lash }, { __index = _G })
-  local fn, err = loader(env)
-  if not fn then spec_error(tostring(err)) end
-  local ok, v = pcall(fn)
-  if not ok then spec_error(label .. ": " .. tostring(v)) end
-  return v
-end
-
--- YAML/JSON null is "not given" in a spec.
-local function denull(v, nulls)
-  if nulls[v] then return nil end
-  if type(v) ~= "table" then return v end
-  local out = setmetatable({}, getmetatable(v))
-  for k, x in pairs(v) do out[k] = denull(x, nulls) end
-  return out
-end
-
--- A YAML or JSON spec given as a string: decoded here, built by lash.spec.
-local function data_spec(text, label, format)
-  local spec = spec_module()
-  if not (spec and spec.from_table) then
-    spec_error(label .. ": YAML and JSON specs need lash.spec, which this build does not have")
-  end
-  local t
-  if format == "json" then
-    local err
-    t, err = json.try_decode(text)
-    if t == nil then spec_error(label .. ": not valid JSON: " .. tostring(err)) end
-    t = denull(t, { [json.null] = true })
-  else
-    local ok, lyaml = pcall(require, "lyaml")
-    if not ok then
-      spec_error(label .. ": YAML specs need lyaml (Debian: apt-get install lua-yaml), or write the spec "
-        .. "as JSON or Lua")
-    end
-    local ok2, v = pcall(lyaml.load, text)
-    if not ok2 then spec_error(label .. ": not valid YAML: " .. tostring(v)) end
-    t = denull(v, { [lyaml.null] = true, [json.null] = true })
-  end
-  local ok, a = pcall(spec.from_table, t, label)
-  if not ok then spec_error(tostring(a)) end
-  return a
-end
-
-local function string_format(text, label)
-  local ext = label:match("%.(%w+)$")
-  ext = ext and ext:lower()
-  if ext == "yaml" or ext == "yml" then return "yaml" end
-  if ext == "json" or (ext ~= "lua" and text:match("^%s*{")) then return "json" end
-  return "lua"
-end
-
 -- A copy of agent `a` that also offers the host tools. Reaches into the
 -- agent's own_toolsets: lash.agent has no run option to add a toolset.
 local function with_toolset(a, ts, label)
@@ -164,23 +97,6 @@ local function with_toolset(a, ts, label)
   return copy
 end
 
-local function to_agent(v, ts, label)
-  if agent_mod.is_agent(v) then return with_toolset(v, ts, label) end
-  if type(v) ~= "table" then
-    spec_error(label .. ": the spec must return lash.agent{...} or a table in the same shape, got " .. type(v))
-  end
-  local def = {}
-  for k, x in pairs(v) do def[k] = x end
-  local sets = {}
-  if type(v.toolsets) == "table" then
-    for i, s in ipairs(v.toolsets) do sets[i] = s end
-  end
-  sets[#sets + 1] = ts
-  def.toolsets = sets
-  local ok, a = pcall(lash.agent, def)
-  if not ok then spec_error(label .. ": " .. tostring(a)) end
-  return a
-end
 
 local function encode_event(ev)
   local s = json.try_encode(ev)
@@ -212,33 +128,20 @@ function M.new(core)
 
   --- lash_load_spec_file: as `lash run` loads it (without --trust).
   function G.load_file(path)
-    local spec = spec_module()
-    local v
-    if spec and spec.load then
-      local err
-      v, err = spec.load(path)
-      if v == nil then spec_error(tostring(err)) end
-    elseif path:match("%.ya?ml$") or path:match("%.json$") then
-      spec_error(path .. ": YAML and JSON agent specs need lash.spec, which this build does not have; "
-        .. "write the spec in Lua (a file returning lash.agent{...})")
-    else
-      v = run_lua_spec(function(env) return loadfile(path, "t", env) end, path)
-    end
-    agent = to_agent(v, host_ts, path)
+    local a, err = spec.load(path)
+    if a == nil then spec_error(tostring(err)) end
+    agent = with_toolset(a, host_ts, path)
   end
 
-  --- lash_load_spec_string: Lua (trusted), or JSON/YAML by the name's
-  -- extension (a string starting with "{" is JSON).
-  function G.load_string(text, name)
+  --- lash_load_spec_string (trusted: the host's own text) and
+  -- lash_load_spec_string_safe (`safe` 1: text from elsewhere, loaded as
+  -- a file is). The format is lash.spec's choice: by the name's extension,
+  -- else JSON when the text starts with "{", else Lua.
+  function G.load_string(text, name, safe)
     local label = name or "spec"
-    local format = string_format(text, label)
-    local v
-    if format == "lua" then
-      v = run_lua_spec(function(env) return load(text, "=" .. label, "t", env) end, label)
-    else
-      v = data_spec(text, label, format)
-    end
-    agent = to_agent(v, host_ts, label)
+    local a, err = spec.load_string(text, label, { trust = (safe or 0) == 0 })
+    if a == nil then spec_error(tostring(err)) end
+    agent = with_toolset(a, host_ts, label)
   end
 
   --- lash_set_value (value nil removes the key)

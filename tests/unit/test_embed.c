@@ -222,6 +222,9 @@ static void test_misuse(void) {
   T_EQ_INT(lash_load_spec_file(S, NULL), LASH_EARG, "load_spec_file(NULL path)");
   T_EQ_INT(lash_load_spec_string(NULL, "return {}", NULL), LASH_EARG, "load_spec_string(NULL state)");
   T_EQ_INT(lash_load_spec_string(S, NULL, NULL), LASH_EARG, "load_spec_string(NULL text)");
+  T_EQ_INT(lash_load_spec_string_safe(NULL, "return {}", NULL), LASH_EARG, "load_spec_string_safe(NULL state)");
+  T_EQ_INT(lash_load_spec_string_safe(S, NULL, NULL), LASH_EARG, "load_spec_string_safe(NULL text)");
+  T_OK(strstr(lash_errmsg(S), "lash_load_spec_string_safe: NULL text") != NULL, "names the call: %s", lash_errmsg(S));
   T_EQ_INT(lash_set_value(NULL, "k", "v"), LASH_EARG, "set_value(NULL state)");
   T_EQ_INT(lash_set_value(S, NULL, "v"), LASH_EARG, "set_value(NULL key)");
   T_EQ_INT(lash_register_tool(NULL, "t", NULL, NULL, on_tool, NULL), LASH_EARG, "register_tool(NULL state)");
@@ -329,6 +332,39 @@ static void test_specs(void) {
   unlink(path);
   T_EQ_INT(lash_load_spec_string(S, "assert(os.getenv('HOME') ~= false) return { model = lash.script_model { 'trusted' } }", "host"),
            LASH_OK, "a spec string from the host runs trusted");
+
+  /* a string from elsewhere loads as a file does: safe, under budgets */
+  T_EQ_INT(lash_load_spec_string_safe(S, "os.execute('true') return {}", "user"), LASH_ERUN,
+           "a safe spec string may not call os.execute");
+  T_OK(strstr(lash_errmsg(S), "user:1: os.execute is not available") != NULL, "naming the string and the line: %s",
+       lash_errmsg(S));
+  T_EQ_INT(lash_load_spec_string_safe(S, "return require('io')", "user"), LASH_ERUN, "nor require other modules");
+  T_EQ_INT(lash_dostring(S, "local b = require('lash.spec').BUDGET; saved_budget = { b.instructions, b.memory }; "
+                            "b.instructions = 100000; b.memory = 4 * 1024 * 1024", "=t"),
+           LASH_OK, "the host lowers lash.spec.BUDGET");
+  T_EQ_INT(lash_load_spec_string_safe(S, "while true do end", "loop"), LASH_ERUN, "an endless loop is stopped");
+  T_OK(strstr(lash_errmsg(S), "loop: the spec ran past its budget of 100000 Lua instructions") != NULL,
+       "at the instruction budget: %s", lash_errmsg(S));
+  T_EQ_INT(lash_load_spec_string_safe(S, "local s = 'x' while true do s = s .. s end", "bomb"), LASH_ERUN,
+           "a runaway allocation is stopped");
+  T_OK(strstr(lash_errmsg(S), "more than 4") && strstr(lash_errmsg(S), "of memory while loading"),
+       "at the memory budget: %s", lash_errmsg(S));
+  T_EQ_INT(lash_dostring(S, "local b = require('lash.spec').BUDGET; b.instructions, b.memory = saved_budget[1], "
+                            "saved_budget[2]", "=t"), LASH_OK, "put the budget back");
+  {
+    lash_Run *run;
+    T_EQ_INT(lash_load_spec_string_safe(S, "local n = lash.agent { model = lash.script_model { 'safe' } } "
+                                           "return n", "user"), LASH_OK, "a well-behaved safe Lua spec string");
+    lash_run_start(S, "hi", NULL, &run);
+    run_frames(S, run, 50);
+    T_EQ_STR(output_of(run), "safe", "runs");
+    lash_run_free(run);
+    T_EQ_INT(lash_load_spec_string_safe(S, "{\"model\": \"test\"}", NULL), LASH_OK, "a safe JSON spec string (by its '{')");
+    lash_run_start(S, "hi", NULL, &run);
+    run_frames(S, run, 50);
+    T_EQ_STR(output_of(run), "success (no tool calls)", "runs");
+    lash_run_free(run);
+  }
 
   /* JSON and YAML */
   T_EQ_INT(lash_load_spec_string(S, "{\"model\": \"test\", \"instructions\": \"Be brief.\", \"description\": null}", "agent.json"),
