@@ -590,14 +590,23 @@ int lash_set_value(lash_State *S, const char *key, const char *value) {
   return glue_call(&g);
 }
 
-int lash_register_tool(lash_State *S, const char *name,
-                       const char *description, const char *json_schema,
-                       lash_ToolFn fn, void *ud) {
+#define TOOL_FLAGS LASH_TOOL_REQUIRES_APPROVAL
+
+static int register_tool(lash_State *S, const char *name,
+                         const char *description, const char *json_schema,
+                         unsigned flags, lash_ToolFn fn, void *ud,
+                         const char *who) {
   gcall g;
   int st;
-  if ((st = lashS_check(S, "lash_register_tool")) != LASH_OK) return st;
+  if ((st = lashS_check(S, who)) != LASH_OK) return st;
   if (!name || !fn) {
-    lashS_seterr(S, "lash_register_tool: NULL %s", name ? "callback" : "name");
+    lashS_seterr(S, "%s: NULL %s", who, name ? "callback" : "name");
+    return LASH_EARG;
+  }
+  if (flags & ~(unsigned)TOOL_FLAGS) {
+    lashS_seterr(S, "%s '%s': unknown flags 0x%x (this lash knows "
+                 "LASH_TOOL_REQUIRES_APPROVAL)", who, name,
+                 flags & ~(unsigned)TOOL_FLAGS);
     return LASH_EARG;
   }
   gcall_init(&g, S, "register_tool");
@@ -607,7 +616,23 @@ int lash_register_tool(lash_State *S, const char *name,
   g.str[0] = name;
   g.str[1] = description;
   g.str[2] = json_schema;
+  g.has_int = 1;
+  g.ival = (lua_Integer)flags;
   return glue_call(&g);
+}
+
+int lash_register_tool(lash_State *S, const char *name,
+                       const char *description, const char *json_schema,
+                       lash_ToolFn fn, void *ud) {
+  return register_tool(S, name, description, json_schema, 0, fn, ud,
+                       "lash_register_tool");
+}
+
+int lash_register_tool_ex(lash_State *S, const char *name,
+                          const char *description, const char *json_schema,
+                          unsigned flags, lash_ToolFn fn, void *ud) {
+  return register_tool(S, name, description, json_schema, flags, fn, ud,
+                       "lash_register_tool_ex");
 }
 
 int lash_unregister_tool(lash_State *S, const char *name) {

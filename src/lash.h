@@ -201,6 +201,18 @@ typedef void (*lash_ToolFn)(lash_Call *call, const char *args_json, void *ud);
 int lash_register_tool(lash_State *S, const char *name,
                        const char *description, const char *json_schema,
                        lash_ToolFn fn, void *ud);
+/* lash_register_tool with flags (0: the same as lash_register_tool):
+**   LASH_TOOL_REQUIRES_APPROVAL  every call of the tool needs approval
+**     first, as for a Lua tool with requires_approval = true: the run
+**     sends an approval_request event and waits for lash_run_approve (or,
+**     with the run option "approval": "stop", ends with stop_reason
+**     "approval_required"); fn is called only for approved calls, and a
+**     denied call's message goes to the model.
+** Unknown flag bits are LASH_EARG. */
+#define LASH_TOOL_REQUIRES_APPROVAL 0x1u
+int lash_register_tool_ex(lash_State *S, const char *name,
+                          const char *description, const char *json_schema,
+                          unsigned flags, lash_ToolFn fn, void *ud);
 /* Stop offering a tool; fn is not called for it any more (a model that
 ** still calls it gets "unknown tool"). Calls already delivered stay
 ** answerable. */

@@ -23,6 +23,10 @@ local spec = require "lash.spec"
 
 local M = {}
 
+-- lash.h's LASH_TOOL_REQUIRES_APPROVAL: the tool's calls wait for an
+-- approval (lash.tool's requires_approval), answered by lash_run_approve.
+local TOOL_REQUIRES_APPROVAL = 1
+
 local function arg_error(msg)
   error(lash.error("arg", msg), 0)
 end
@@ -149,8 +153,9 @@ function M.new(core)
     values[key] = value
   end
 
-  --- lash_register_tool: `tud` is the C side's record of the callback.
-  function G.register_tool(tud, name, description, schema_json)
+  --- lash_register_tool(_ex): `tud` is the C side's record of the
+  -- callback; `flags` the LASH_TOOL_* bits (checked in C).
+  function G.register_tool(tud, name, description, schema_json, flags)
     if not tool.valid_name(name) then
       arg_error("lash_register_tool: the name must be 1-64 characters of letters, digits, '_' or '-', got '"
         .. name .. "'")
@@ -159,6 +164,7 @@ function M.new(core)
       arg_error("lash_register_tool: a tool named '" .. name .. "' is registered already "
         .. "(lash_unregister_tool it first)")
     end
+    local requires_approval = (flags or 0) & TOOL_REQUIRES_APPROVAL ~= 0
     local params
     if schema_json ~= nil and schema_json ~= "" then
       local err
@@ -180,7 +186,7 @@ function M.new(core)
       error(lash.error("tool", "Tool '" .. name .. "' failed: " .. text, { tool = name }), 0)
     end
     local ok, t = pcall(tool.new, { name = name, description = description, parameters = params,
-                                     handler = handler })
+                                     handler = handler, requires_approval = requires_approval })
     if not ok then
       local msg = tostring(t):gsub("^[^:]*:%d+: ", ""):gsub("^lash%.tool '[^']*': ", "")
       arg_error("lash_register_tool '" .. name .. "': " .. msg)

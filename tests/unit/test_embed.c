@@ -635,6 +635,109 @@ static void test_approvals(void) {
   lash_close(S);
 }
 
+/* SPEC_SPAWN's conversation, played from the history (so a run resumed
+** from a history that stopped for approval goes on where it stopped). */
+static const char *SPEC_SPAWN_TURN =
+  "return {\n"
+  "  instructions = 'hello {{ values.who }}',\n"
+  "  model = function(m, info)\n"
+  "    local r = m[#m].parts[1]\n"
+  "    if r.type == 'tool_result' then return info.instructions .. '|' .. r.status .. '|' .. r.content end\n"
+  "    return { tool_calls = { { name = 'spawn', args = { kind = 'tree' } } } }\n"
+  "  end,\n"
+  "}\n";
+
+/* A host tool registered with LASH_TOOL_REQUIRES_APPROVAL: its calls ask
+** first, and the callback only ever sees approved ones. */
+static void test_host_tool_approval(void) {
+  lash_State *S = lash_open(NULL);
+  lash_Run *run;
+  events_reset(S);
+  memset(&tl, 0, sizeof tl);
+  tl.mode = ANSWER;
+  lash_set_event_handler(S, on_event, &ev);
+  T_EQ_INT(lash_load_spec_string(S, SPEC_SPAWN_TURN, "spawn_turn"), LASH_OK, "load a spec calling spawn");
+  lash_set_value(S, "who", "x");
+  T_EQ_INT(lash_register_tool_ex(S, "spawn", "Spawn an entity.", SCHEMA, 0x80, on_tool, &tl), LASH_EARG,
+           "register_tool_ex with an unknown flag");
+  T_OK(strstr(lash_errmsg(S), "unknown flags 0x80") && strstr(lash_errmsg(S), "LASH_TOOL_REQUIRES_APPROVAL"),
+       "names the flag and the known ones: %s", lash_errmsg(S));
+  T_EQ_INT(lash_register_tool_ex(NULL, "spawn", NULL, SCHEMA, 0, on_tool, &tl), LASH_EARG, "register_tool_ex(NULL state)");
+  T_EQ_INT(lash_register_tool_ex(S, NULL, NULL, SCHEMA, 0, on_tool, &tl), LASH_EARG, "register_tool_ex(NULL name)");
+  T_EQ_INT(lash_register_tool_ex(S, "spawn", NULL, SCHEMA, 0, NULL, &tl), LASH_EARG, "register_tool_ex(NULL callback)");
+  T_EQ_INT(lash_register_tool_ex(S, "spawn", "Spawn an entity.", SCHEMA, 0, on_tool, &tl), LASH_OK,
+           "register_tool_ex with no flags");
+  lash_run_start(S, "build", NULL, &run);
+  run_frames(S, run, 50);
+  T_OK(tl.calls == 1 && ev.napprovals == 0, "is an ordinary tool (called without asking)");
+  T_EQ_STR(output_of(run), "hello x|ok|made {\"kind\":\"tree\"}", "and answered");
+  lash_run_free(run);
+  lash_unregister_tool(S, "spawn");
+
+  T_EQ_INT(lash_register_tool_ex(S, "spawn", "Spawn an entity.", SCHEMA, LASH_TOOL_REQUIRES_APPROVAL, on_tool, &tl),
+           LASH_OK, "register a host tool that requires approval");
+  tl.calls = 0;
+  events_reset(S);
+  lash_run_start(S, "build", NULL, &run);
+  for (int f = 0; f < 20 && lash_run_status(run) != LASH_RUN_APPROVAL; f++) lash_step(S, 0);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_APPROVAL, "its call waits for approval");
+  T_EQ_INT(ev.napprovals, 1, "after an approval_request event");
+  T_EQ_STR(ev.approvals[0], "call_1_1", "with the call's id");
+  T_EQ_INT(tl.calls, 0, "the callback is not called before the approval");
+  for (int f = 0; f < 3; f++) lash_step(S, 0);
+  T_EQ_INT(tl.calls, 0, "nor frames later");
+  T_EQ_INT(lash_run_approve(run, "call_1_1", 1, NULL), LASH_OK, "approve it");
+  T_OK(run_frames(S, run, 50) >= 0 && lash_run_status(run) == LASH_RUN_DONE, "the run ends");
+  T_EQ_INT(tl.calls, 1, "the callback ran once approved");
+  T_EQ_STR(output_of(run), "hello x|ok|made {\"kind\":\"tree\"}", "and its answer reached the model");
+  T_OK(strstr(ev.types, "tool_call,approval_request,tool_result,") != NULL,
+       "events: tool_call, approval_request, tool_result: %s", ev.types);
+  lash_run_free(run);
+
+  /* denied: the callback never runs, the model gets the message */
+  tl.calls = 0;
+  events_reset(S);
+  lash_run_start(S, "build", NULL, &run);
+  for (int f = 0; f < 20 && lash_run_status(run) != LASH_RUN_APPROVAL; f++) lash_step(S, 0);
+  T_EQ_INT(lash_run_approve(run, "call_1_1", 0, "No trees today."), LASH_OK, "deny it with a message");
+  run_frames(S, run, 50);
+  T_EQ_INT(tl.calls, 0, "a denied call never reaches the callback");
+  T_EQ_STR(output_of(run), "hello x|denied|No trees today.", "the model sees the denial");
+  lash_run_free(run);
+
+  /* approved from inside the approval_request event */
+  events_reset(S);
+  ev.approve_inline = 1;
+  lash_run_start(S, "build", NULL, &run);
+  run_frames(S, run, 50);
+  T_EQ_INT(tl.calls, 1, "approved from the event callback, the tool runs");
+  T_EQ_STR(output_of(run), "hello x|ok|made {\"kind\":\"tree\"}", "to its answer");
+  lash_run_free(run);
+
+  /* "stop": the run ends with the host call pending; resumed with a decision */
+  tl.calls = 0;
+  events_reset(S);
+  lash_run_start(S, "build", "{\"approval\":\"stop\"}", &run);
+  run_frames(S, run, 50);
+  T_OK(strstr(result_json(run), "\"stop_reason\":\"approval_required\"") &&
+       strstr(result_json(run), "\"name\":\"spawn\""), "approval \"stop\": the host call is pending: %s",
+       result_json(run));
+  T_EQ_INT(tl.calls, 0, "and was not called");
+  {
+    static char history[8192], opts[9000];
+    lash_Run *again;
+    T_OK(json_array(result_json(run), "messages", history, sizeof history), "the result carries the history");
+    snprintf(opts, sizeof opts, "{\"history\":%s,\"approvals\":{\"call_1_1\":true}}", history);
+    T_EQ_INT(lash_run_start(S, NULL, opts, &again), LASH_OK, "resume it with the call approved");
+    run_frames(S, again, 50);
+    T_EQ_INT(tl.calls, 1, "the host tool runs on the resumed run");
+    T_EQ_STR(output_of(again), "hello x|ok|made {\"kind\":\"tree\"}", "to its answer");
+    lash_run_free(again);
+  }
+  lash_run_free(run);
+  lash_close(S);
+}
+
 static void test_fd_and_budget(void) {
   lash_State *S = open_spawn();
   lash_Run *run;
@@ -858,6 +961,7 @@ int main(void) {
   test_retry_and_fail();
   test_cancel_mid_tool();
   test_approvals();
+  test_host_tool_approval();
   test_fd_and_budget();
   test_budget_gc();
   test_reentry();
