@@ -211,6 +211,19 @@ local function contract(mode)
       assert.truthy(lash.now() - t0 < 4)
     end)
 
+    it("stops waiting for a command when its task is cancelled", function()
+      local sb <close> = sandbox.create(opts{})
+      local t = lash.spawn(function() return sb:exec("sleep 20") end)
+      lash.sleep(0.5)
+      local t0 = lash.now()
+      t:cancel()
+      local ok, e = pcall(t.join, t)
+      assert.is_false(ok)
+      assert.is_true(lash.is_error(e, "cancelled"))
+      assert.truthy(lash.now() - t0 < 2)
+      assert.equal("still here\n", sb:exec("echo still here").stdout)
+    end)
+
     it("probes the service", function()
       local ok, why = sandbox.probe(opts())
       assert.is_true(ok, why)
@@ -264,7 +277,7 @@ local function faults(mode)
     it("gives up after the retries: unreachable, nothing created", function()
       srv:faults{ { id = "u", method = "AppGetOrCreate", kind = "status", code = "UNAVAILABLE", count = 50 } }
       local n = #srv:calls(create_rpc)
-      local e = catch(sandbox.create, opts{ app = "never-made" })
+      local e = catch(sandbox.create, opts{ app_name = "never-made" })
       assert.is_true(lash.is_error(e, "unavailable"))
       assert.equal("unreachable", e.code)
       assert.equal(n, #srv:calls(create_rpc))
@@ -454,6 +467,58 @@ else
       assert.equal("ok\n", sb:exec("echo ok").stdout)
       assert.equal(4, #srv:calls("SandboxGetTaskId"))
       assert.equal(1, #srv:calls("TaskGetCommandRouterAccess"))
+    end)
+  end)
+
+  describe("modal backend under the sandbox capability", function()
+    local srv
+    setup(function() srv = assert(fake.start{ tls = true }) end)
+    teardown(function()
+      local left = srv:running()
+      srv:stop()
+      assert.same({}, left)
+    end)
+
+    it("writes, runs, reads and lists like the local backend, then destroys the sandbox", function()
+      local cap = lash.sandbox_capability(srv:opts{ workdir = "/workspace", sandbox_timeout = 120,
+                                                   app_name = "lash-cap-test" })
+      local got = {}
+      local agent = lash.agent {
+        model = lash.script_model {
+          { tool_calls = { { name = "write_file", args = { path = "pkg/hello.sh", content = "echo hi; echo oops >&2; "
+            .. "exit 3\n" } } } },
+          { tool_calls = { { name = "run_command", args = { command = "sh pkg/hello.sh" } } } },
+          { tool_calls = { { name = "read_file", args = { path = "/workspace/pkg/hello.sh" } },
+                           { name = "list_directory", args = {} },
+                           { name = "run_command", args = { command = "sleep 5", timeout_seconds = 1 } },
+                           { name = "read_file", args = { path = "/nope" } } } },
+          function(messages)
+            for _, m in ipairs(messages) do
+              for _, p in ipairs(m.parts) do
+                if p.type == "tool_result" then got[#got + 1] = p.content end
+              end
+            end
+            return "done"
+          end,
+        },
+        capabilities = { cap },
+      }
+      agent:run("x")
+      assert.equal("Wrote 31 bytes to 'pkg/hello.sh'.", got[1])
+      assert.equal("[stdout]\nhi\n[stderr]\noops\n[exit code: 3]", got[2])
+      assert.equal("echo hi; echo oops >&2; exit 3", got[3])
+      assert.equal("pkg/", got[4])
+      assert.equal("(no output)\n[timed out after 1s]", got[5])
+      assert.equal("Could not read '/nope': No such file or directory\n\nFix the errors and try again.", got[6])
+      local apps = srv:calls("AppGetOrCreate")
+      assert.equal("lash-cap-test", apps[#apps].request.app_name)
+      assert.same({}, srv:running())
+    end)
+
+    it("looks an app up without creating it when asked", function()
+      local e = catch(sandbox.create, srv:opts{ app_name = "absent-app", create_app_if_missing = false })
+      assert.is_true(lash.is_error(e, "sandbox"))
+      assert.equal("app_not_found", e.code)
     end)
   end)
 

@@ -41,10 +41,12 @@
 #define TASK_ID_WAIT 300.0         /* scheduling wait for a V1 sandbox */
 #define IMAGE_BUILD_WAIT 3600.0
 
-static const char *const create_options[] = { "image", "cpu", "memory", NULL };
+/* app_name and create_app_if_missing are the sandbox capability's names. */
+static const char *const create_options[] = {
+  "image", "app_name", "create_app_if_missing", "cpu", "memory", NULL
+};
 static const char *const config_options[] = {
-  "server_url", "environment", "profile", "config_path", "ca_file",
-  "sandbox_v2", "app", NULL
+  "server_url", "environment", "profile", "config_path", "ca_file", "sandbox_v2", NULL
 };
 
 /* lash_sandbox_raise with printf formatting (lua_pushfstring knows no
@@ -191,6 +193,7 @@ struct mop {
   char what[64];
   /* create */
   const char *app_name, *image_tag, *app_id, *image_id, *ibv, *secret_id;
+  int create_app;
   char last_entry[64];
   int image_done, image_status;
   char image_exc[256];
@@ -903,17 +906,23 @@ static int fs_raise(lua_State *L, mop *op, const char *action) {
   if (!kind || !msg) {
     push_ring(L, &x->err.ring);
     return sb_raise(L, LASH_SB_ERROR, "fs_error",
-                              "cannot %s %s: modal-sandbox-fs-tools exited %d: %s", action,
-                              op->path, exit_code, lua_tostring(L, -1));
+                    "'%s': cannot %s it (modal-sandbox-fs-tools exited %d: %s)", op->path,
+                    action, exit_code, lua_tostring(L, -1));
   }
-  const char *code = !strcmp(kind, "NotFound") ? "not_found"
-                   : !strcmp(kind, "IsDirectory") ? "is_dir"
-                   : (!strcmp(kind, "NotDirectory") || !strcmp(kind, "IsFile")) ? "not_dir"
-                   : !strcmp(kind, "PermissionDenied") ? "permission"
-                   : !strcmp(kind, "FileTooLarge") ? "too_large"
-                   : (!strcmp(kind, "AlreadyExists") || !strcmp(kind, "PathAlreadyExists")) ? "exists"
-                   : "fs_error";
-  return sb_raise(L, LASH_SB_ERROR, code, "cannot %s %s: %s", action, op->path, msg);
+  /* the local backend's codes and wording, so tools read the same */
+  if (!strcmp(kind, "NotFound"))
+    return sb_raise(L, LASH_SB_ERROR, "not_found", "'%s': No such file or directory", op->path);
+  if (!strcmp(kind, "IsDirectory"))
+    return sb_raise(L, LASH_SB_ERROR, "is_dir", "'%s' is a directory", op->path);
+  if (!strcmp(kind, "NotDirectory") || !strcmp(kind, "IsFile"))
+    return sb_raise(L, LASH_SB_ERROR, "not_dir", "'%s': Not a directory", op->path);
+  if (!strcmp(kind, "PermissionDenied"))
+    return sb_raise(L, LASH_SB_ERROR, "denied", "'%s': Permission denied (%s)", op->path, msg);
+  if (!strcmp(kind, "AlreadyExists") || !strcmp(kind, "PathAlreadyExists"))
+    return sb_raise(L, LASH_SB_ERROR, "not_dir", "'%s': a parent is not a directory", op->path);
+  if (!strcmp(kind, "FileTooLarge"))
+    return sb_raise(L, LASH_SB_ERROR, "too_large", "'%s' is too large: %s", op->path, msg);
+  return sb_raise(L, LASH_SB_ERROR, "fs_error", "'%s': cannot %s it: %s", op->path, action, msg);
 }
 
 static const char *kind_of(const char *t) {
@@ -1011,13 +1020,20 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
       case C_APP: {
         snprintf(key, sizeof key, "app\1%s\1%s", cfg->environment, op->app_name);
         if ((op->app_id = modal_client_cache_get(op->cl, key))) { op->step = C_ENV; continue; }
-        modal_AppGetOrCreateRequest req = { pb_cstr(op->app_name), pb_cstr(cfg->environment),
-                                            MODAL_OBJECT_CREATION_CREATE_IF_MISSING };
+        modal_AppGetOrCreateRequest req = {
+          pb_cstr(op->app_name), pb_cstr(cfg->environment),
+          op->create_app ? MODAL_OBJECT_CREATION_CREATE_IF_MISSING
+                         : MODAL_OBJECT_CREATION_UNSPECIFIED };
         op->step = C_APP_CHECK;
         return op_call(L, op, "AppGetOrCreate", 0, &modal_AppGetOrCreateRequest_desc, &req,
                        &modal_AppGetOrCreateResponse_desc, 30, create_k);
       }
       case C_APP_CHECK: {
+        if (r->code == GRPC_NOT_FOUND)
+          return sb_raise(L, LASH_SB_ERROR, "app_not_found", "Modal app '%s' does not exist%s%s; "
+                          "create it (create_app_if_missing = true) or name an existing app",
+                          op->app_name, *cfg->environment ? " in environment " : "",
+                          cfg->environment);
         if (r->code != GRPC_OK) return op_fail(L, op, 0);
         const modal_AppGetOrCreateResponse *a = r->resp;
         op->app_id = op_strdup(L, op, a->app_id.p, a->app_id.n);
@@ -1334,8 +1350,20 @@ static int s_create(lua_State *L) {
     op->image_tag = lua_tostring(L, -1);
   }
   lua_pop(L, 1);
-  op->app_name = cfg_string(L, 1, "app");
-  if (!op->app_name) op->app_name = DEFAULT_APP;
+  op->app_name = DEFAULT_APP;
+  if (lua_getfield(L, 2, "app_name") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING || !*lua_tostring(L, -1))
+      luaL_error(L, "modal backend: option 'app_name' must be a non-empty string");
+    op->app_name = lua_tostring(L, -1);   /* alive in spec */
+  }
+  lua_pop(L, 1);
+  op->create_app = 1;
+  if (lua_getfield(L, 2, "create_app_if_missing") != LUA_TNIL) {
+    if (!lua_isboolean(L, -1))
+      luaL_error(L, "modal backend: option 'create_app_if_missing' must be true or false");
+    op->create_app = lua_toboolean(L, -1);
+  }
+  lua_pop(L, 1);
   op->step = C_APP;
   return create_k(L, LUA_OK, (lua_KContext)op);
 }
@@ -1530,18 +1558,17 @@ static int file_k(lua_State *L, int status, lua_KContext ctx) {
           lua_getfield(L, -1, "type");
           const char *t = lua_tostring(L, -1);
           if (t && !strcmp(t, "directory"))
-            return sb_raise(L, LASH_SB_ERROR, "is_dir", "cannot read %s: it is "
-                                      "a directory", op->path);
+            return sb_raise(L, LASH_SB_ERROR, "is_dir", "'%s' is a directory", op->path);
           lua_pop(L, 1);
           lua_getfield(L, -1, "size");
           lua_Integer size = (lua_Integer)lua_tonumber(L, -1);
           lua_pop(L, 2);
           if (size > op->max_bytes) {
-            lash_sandbox_push_error(L, LASH_SB_ERROR, "too_large", "");
-            lua_pushfstring(L, "%s is %I bytes, more than max_bytes (%I); read a part of it "
-                            "with a command (head, tail, sed -n) instead", op->path, size,
-                            (lua_Integer)op->max_bytes);
-            lua_setfield(L, -2, "message");
+            char a[32], b[32];
+            lash_format_size((uint64_t)size, a, sizeof a);
+            lash_format_size((uint64_t)op->max_bytes, b, sizeof b);
+            lua_pushfstring(L, "'%s' is %s, over the %s read limit", op->path, a, b);
+            lash_sandbox_push_error(L, LASH_SB_ERROR, "too_large", lua_tostring(L, -1));
             lua_pushinteger(L, size);
             lua_setfield(L, -2, "size");
             lua_pushinteger(L, op->max_bytes);
@@ -1565,10 +1592,11 @@ static int file_k(lua_State *L, int status, lua_KContext ctx) {
         if ((r = fs_done(L, op, "read")) != 0) return r;
         uint64_t total = lash_ring_total(&op->x.out.ring);
         if (total > (uint64_t)op->max_bytes) {
-          lash_sandbox_push_error(L, LASH_SB_ERROR, "too_large", "");
-          lua_pushfstring(L, "%s grew past max_bytes (%I) while it was read", op->path,
-                          (lua_Integer)op->max_bytes);
-          lua_setfield(L, -2, "message");
+          char b[32];
+          lash_format_size((uint64_t)op->max_bytes, b, sizeof b);
+          lua_pushfstring(L, "'%s' grew past the %s read limit while it was read",
+                          op->path, b);
+          lash_sandbox_push_error(L, LASH_SB_ERROR, "too_large", lua_tostring(L, -1));
           lua_pushinteger(L, (lua_Integer)total);
           lua_setfield(L, -2, "size");
           lua_pushinteger(L, op->max_bytes);
