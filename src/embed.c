@@ -191,6 +191,29 @@ static lash_Run *check_run(lua_State *L, int idx) {
   return run;
 }
 
+/* Tell the host (a tool_cancelled event) that the run no longer waits for
+** a call it was given: the run was cancelled, or the call was (a sibling
+** call failed, a timeout). Not after lash_run_free or inside lash_close,
+** which deliver no events. Runs in the task, from inside lash_step. */
+static void tell_cancelled(lua_State *L, lash_Call *c) {
+  lash_State *S = c->run->S;
+  if (!S || S->closing || !S->on_event || c->run->host_freed ||
+      S->glue_ref == LUA_NOREF)
+    return;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, S->glue_ref);
+  lua_getfield(L, -1, "tool_cancelled");
+  lua_remove(L, -2);
+  lua_pushlightuserdata(L, c->run);
+  lua_pushstring(L, c->id);
+  lua_pushstring(L, c->name);
+  if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+    lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "could not send "
+                     "tool_cancelled for call %s: %s", c->id,
+                     lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+}
+
 static int call_k(lua_State *L, int status, lua_KContext ctx) {
   call_op *op = (call_op *)ctx;
   lash_Call *c = op->call;
@@ -198,6 +221,8 @@ static int call_k(lua_State *L, int status, lua_KContext ctx) {
   if (c) {
     c->op = NULL;
     op->call = NULL;
+    /* only call_cancel turns a call it still waits for into CANCELLED */
+    if (c->state == LASH_CALL_CANCELLED) tell_cancelled(L, c);
   }
   lash_wait_check(L, &op->w);
   if (!c || c->state != LASH_CALL_ANSWERED)
@@ -271,6 +296,15 @@ static int l_call_tool(lua_State *L) {
   S->depth++;
   ht->fn(c, c->args, ht->ud);
   S->depth--;
+  if (c->state == LASH_CALL_PENDING) {
+    /* cancelled from inside the callback: the wait below raises at once,
+    ** without call_k, so tell the host here */
+    lash_task *t = lash_task_current(L);
+    if (t && t->cancel_pending) {
+      c->state = LASH_CALL_CANCELLED;
+      tell_cancelled(L, c);
+    }
+  }
   return lash_wait_yield(L, &op->w, (lua_KContext)op, call_k);
 }
 

@@ -190,7 +190,9 @@ int lash_set_value(lash_State *S, const char *key, const char *value);
 /* Called when a run calls a host tool. args_json is the validated
 ** arguments object. Answer now or on any later frame with exactly one of
 ** lash_call_return / lash_call_retry / lash_call_fail; the run waits
-** until then (or until it is cancelled: see lash_call_status). */
+** until then, or until it stops waiting (the run was cancelled, another
+** call of the same turn failed): then a tool_cancelled event arrives and
+** lash_call_status says LASH_CALL_CANCELLED. */
 typedef void (*lash_ToolFn)(lash_Call *call, const char *args_json, void *ud);
 
 /* Offer fn as a tool to every run started from now on (and to runs in
@@ -246,7 +248,14 @@ lash_Run *lash_call_run(const lash_Call *call);
 /* Receives every event of every run as one JSON object with a "type":
 ** run_start, model_request, text_delta, tool_call, approval_request,
 ** tool_result, retry, usage, run_end (the events of lash.agent; see
-** lua/lash/agent.lua). fn NULL stops delivery. */
+** lua/lash/agent.lua), and
+**   {"type":"tool_cancelled","run_id":..,"id":..,"name":..}
+** when a run stopped waiting for a host tool call the host had not
+** answered (id as lash_call_id; the call is LASH_CALL_CANCELLED: drop
+** the work; answering it is LASH_EGONE). Sent once per such call, also
+** when the cancel came from inside the tool's callback; not after
+** lash_run_free nor by lash_close, which deliver no events. fn NULL stops
+** delivery. */
 typedef void (*lash_EventFn)(lash_Run *run, const char *event_json, void *ud);
 int lash_set_event_handler(lash_State *S, lash_EventFn fn, void *ud);
 

@@ -206,6 +206,14 @@ function M.new(core)
     rebuild()
   end
 
+  --- A host call its run stopped waiting for (C calls this once per such
+  -- call): the tool_cancelled event, so the host can drop the work.
+  function G.tool_cancelled(crun, id, name)
+    if core.wants_events() then
+      core.emit(crun, encode_event { type = "tool_cancelled", run_id = core.run_id(crun), id = id, name = name })
+    end
+  end
+
   -- Wait for the agent task and hand its outcome to C.
   local function watch(crun, task)
     local ok, res

@@ -26,6 +26,8 @@ typedef struct events {
   char approvals[8][64];          /* ids of approval_request events */
   int napprovals;
   int text_deltas;
+  char cancelled[512];            /* the last tool_cancelled event */
+  int ncancelled;
   int approve_inline;             /* answer approvals from the callback */
   int reenter;                    /* try lash_step/lash_close/lash_run in the callback */
   int reenter_step, reenter_close, reenter_run;
@@ -67,6 +69,10 @@ static void on_event(lash_Run *run, const char *json, void *ud) {
     }
   }
   if (strcmp(type, "text_delta") == 0) e->text_deltas++;
+  if (strcmp(type, "tool_cancelled") == 0) {
+    snprintf(e->cancelled, sizeof e->cancelled, "%s", json);
+    e->ncancelled++;
+  }
   if (strcmp(type, "approval_request") == 0 && e->napprovals < 8) {
     json_str(json, "id", e->approvals[e->napprovals], sizeof e->approvals[0]);
     if (e->approve_inline)
@@ -85,7 +91,7 @@ static void events_reset(lash_State *S) {
   ev.S = S;
 }
 
-enum { HOLD, ANSWER, RETRY_ONCE, FAIL };
+enum { HOLD, ANSWER, RETRY_ONCE, FAIL, CANCEL_RUN };
 
 typedef struct tools {
   int mode;
@@ -118,6 +124,10 @@ static void on_tool(lash_Call *call, const char *args, void *ud) {
       break;
     case FAIL:
       lash_call_fail(call, "the scene is locked");
+      break;
+    case CANCEL_RUN:              /* the engine gives up on the run at once */
+      if (t->nheld < 8) t->held[t->nheld++] = call;
+      lash_run_cancel(lash_call_run(call));
       break;
   }
 }
@@ -524,6 +534,13 @@ static void test_retry_and_fail(void) {
   lash_close(S);
 }
 
+/* One turn, two calls run concurrently: the host's spawn, and a Lua tool
+** that fails once spawn is waiting. */
+static const char *SPEC_SIBLING =
+  "local boom = lash.tool { name = 'boom', handler = function() lash.sleep(0) error('the floor gave way') end }\n"
+  "return { tools = { boom }, model = lash.script_model {\n"
+  "  { tool_calls = { { name = 'spawn', args = { kind = 'tree' } }, { name = 'boom', args = {} } } } } }\n";
+
 static void test_cancel_mid_tool(void) {
   lash_State *S = open_spawn();
   lash_Run *run;
@@ -534,10 +551,23 @@ static void test_cancel_mid_tool(void) {
   frames_until_calls(S, 1, 50);
   c = tl.held[0];
   lash_step(S, 0);
+  T_EQ_INT(ev.ncancelled, 0, "no tool_cancelled while the call waits");
   T_EQ_INT(lash_run_cancel(run), LASH_OK, "cancel the run while its tool call waits");
   T_OK(run_frames(S, run, 20) >= 0, "it ends");
   T_EQ_INT(lash_run_status(run), LASH_RUN_CANCELLED, "cancelled");
   T_EQ_INT(lash_call_status(c), LASH_CALL_CANCELLED, "the call says the run stopped waiting");
+  T_EQ_INT(ev.ncancelled, 1, "the host is told once, with a tool_cancelled event");
+  {
+    char id[64] = "", name[64] = "", run_id[64] = "";
+    json_str(ev.cancelled, "id", id, sizeof id);
+    json_str(ev.cancelled, "name", name, sizeof name);
+    json_str(ev.cancelled, "run_id", run_id, sizeof run_id);
+    T_OK(strcmp(id, "call_1_1") == 0 && strcmp(name, "spawn") == 0 && run_id[0],
+         "naming the call (as lash_call_id), the tool and the run: %s", ev.cancelled);
+    T_EQ_STR(id, lash_call_id(c), "its id is the call's");
+  }
+  T_OK(strstr(ev.types, "tool_call,tool_cancelled,run_end,") != NULL, "after the tool_call, before run_end: %s",
+       ev.types);
   T_EQ_INT(lash_call_return(c, "too late"), LASH_EGONE, "answering it is LASH_EGONE");
   T_OK(strstr(lash_errmsg(S), "no longer waited for") != NULL, "saying why: %s", lash_errmsg(S));
   T_EQ_INT(lash_run_cancel(run), LASH_EGONE, "cancelling again is LASH_EGONE");
@@ -545,6 +575,33 @@ static void test_cancel_mid_tool(void) {
   T_OK(strstr(ev.last_end, "\"stop_reason\":\"cancelled\"") != NULL, "run_end says cancelled");
   T_EQ_INT(lash_step(S, 0), 0, "nothing is left running");
   lash_run_free(run);
+
+  /* answered, then cancelled before the run took the answer: nothing to drop */
+  events_reset(S);
+  tl.nheld = 0;
+  tl.calls = 0;
+  lash_run_start(S, "build", NULL, &run);
+  frames_until_calls(S, 1, 50);
+  T_EQ_INT(lash_call_return(tl.held[0], "done"), LASH_OK, "answer the call");
+  T_EQ_INT(lash_run_cancel(run), LASH_OK, "then cancel the run before the next step");
+  run_frames(S, run, 20);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_CANCELLED, "the run ends cancelled");
+  T_EQ_INT(ev.ncancelled, 0, "no tool_cancelled for a call the host answered");
+  lash_run_free(run);
+
+  /* cancelled from inside the tool's own callback */
+  events_reset(S);
+  tl.nheld = 0;
+  tl.calls = 0;
+  tl.mode = CANCEL_RUN;
+  lash_run_start(S, "build", NULL, &run);
+  run_frames(S, run, 20);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_CANCELLED, "a run cancelled from the tool callback ends cancelled");
+  T_EQ_INT(lash_call_status(tl.held[0]), LASH_CALL_CANCELLED, "its call says so");
+  T_EQ_INT(ev.ncancelled, 1, "and the host gets one tool_cancelled for it");
+  T_OK(strstr(ev.cancelled, "\"id\":\"call_1_1\"") != NULL, "for that call: %s", ev.cancelled);
+  lash_run_free(run);
+  tl.mode = HOLD;
 
   /* cancelled before it ever ran */
   lash_run_start(S, "build", NULL, &run);
@@ -562,7 +619,22 @@ static void test_cancel_mid_tool(void) {
   ev.n = 0;
   for (int f = 0; f < 20 && lash_step(S, 0) > 0; f++) {}
   T_EQ_INT(lash_step(S, 0), 0, "it unwinds");
-  T_EQ_INT(ev.n, 0, "and sends no events after it was freed");
+  T_EQ_INT(ev.n, 0, "and sends no events after it was freed (no tool_cancelled either)");
+
+  /* the run stops waiting because another call of the same turn failed */
+  events_reset(S);
+  tl.nheld = 0;
+  tl.calls = 0;
+  T_EQ_INT(lash_load_spec_string(S, SPEC_SIBLING, "sibling"), LASH_OK, "a spec whose turn calls spawn and a failing tool");
+  lash_run_start(S, "build", NULL, &run);
+  run_frames(S, run, 50);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_FAILED, "the failing call fails the run");
+  T_EQ_INT(tl.nheld, 1, "spawn had been handed to the host");
+  T_EQ_INT(lash_call_status(tl.held[0]), LASH_CALL_CANCELLED, "and is dropped");
+  T_EQ_INT(ev.ncancelled, 1, "the host is told with tool_cancelled");
+  T_OK(strstr(ev.cancelled, "\"name\":\"spawn\"") != NULL, "naming spawn: %s", ev.cancelled);
+  T_EQ_INT(lash_call_return(tl.held[0], "late"), LASH_EGONE, "answering it is LASH_EGONE");
+  lash_run_free(run);
   lash_close(S);
 }
 
