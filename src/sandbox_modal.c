@@ -154,6 +154,7 @@ typedef struct mstream {
   uint64_t offset;             /* bytes received (the resume cursor) */
   lash_ring ring;
   int done, retries;
+  int malformed;               /* a message that is not TaskExecStdioReadResponse */
   lash_timer timer;
   modal_rpc refresh;           /* a poll that refreshes router access */
 } mstream;
@@ -537,18 +538,22 @@ static int stream_msg(void *ud, const uint8_t *m, size_t n) {
   const uint8_t *p = m, *end = m + n;
   while (p < end) {
     uint64_t tag, len;
-    if (pb_varint_get(&p, end, &tag) < 0) return 1;
+    if (pb_varint_get(&p, end, &tag) < 0) return s->malformed = 1;
     int wt = (int)(tag & 7);
-    if (wt == 0) { if (pb_varint_get(&p, end, &len) < 0) return 1; continue; }
+    if (wt == 0) {
+      if (pb_varint_get(&p, end, &len) < 0) return s->malformed = 1;
+      continue;
+    }
     if (wt == 1 || wt == 5) {
       size_t w = wt == 1 ? 8 : 4;
-      if ((size_t)(end - p) < w) return 1;
+      if ((size_t)(end - p) < w) return s->malformed = 1;
       p += w;
       continue;
     }
-    if (wt != 2 || pb_varint_get(&p, end, &len) < 0 || len > (uint64_t)(end - p)) return 1;
+    if (wt != 2 || pb_varint_get(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+      return s->malformed = 1;
     if ((tag >> 3) == 1) {
-      if (lash_ring_feed(&s->ring, p, (size_t)len) < 0) return 1;
+      if (lash_ring_feed(&s->ring, p, (size_t)len) < 0) return s->malformed = 1;
       s->offset += len;
       s->retries = 0;
     }
@@ -577,6 +582,11 @@ static void stream_done(void *ud, const grpc_status *st) {
   mop *op = s->op;
   mexec *x = &op->x;
   s->call = NULL;
+  if (s->malformed) {
+    exec_fatal(op, s->fd ? "stderr" : "stdout", GRPC_INTERNAL,
+               "the router sent an undecodable output message (or memory ran out)");
+    return;
+  }
   if (st->code == GRPC_OK) {
     s->done = 1;
     exec_check_done(op);
@@ -678,7 +688,13 @@ static void waited(modal_rpc *r) {
     exec_check_done(op);
     return;
   }
-  if (r->code == GRPC_DEADLINE_EXCEEDED && x->timed_out_local) { exec_finish(op); return; }
+  if (r->code == GRPC_DEADLINE_EXCEEDED &&
+      (x->timed_out_local || modal_now() >= x->t0 + x->timeout + EXEC_GRACE - 1)) {
+    /* past the command's deadline and grace: it timed out */
+    x->timed_out_local = 1;
+    exec_finish(op);
+    return;
+  }
   exec_fatal(op, "wait", r->code, r->message);
 }
 
