@@ -13,9 +13,9 @@ LASH_BIN=${LASH_BIN:-$B/bin/lash}
 N=${LASH_BENCH_SANDBOX_RUNS:-200}
 row() { echo "| $1 | $2 | $3 | $4 |"; }
 [ -x "$LASH_BIN" ] || { echo "bench_sandbox: $LASH_BIN is missing (run make)" >&2; exit 1; }
-probe=$("$LASH_BIN" eval 'return lash.sandbox.probe()' 2>&1)
-if [ "${probe%%[[:space:]]*}" != "true" ]; then
-  row "sandbox: exec of true" "skipped" "" "no bubblewrap jail here: ${probe#false}"
+probe=$("$LASH_BIN" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
+if [ "${probe%% *}" != "yes" ]; then
+  row "sandbox: exec of true" "skipped" "" "no bubblewrap jail here: ${probe#no }"
   exit 0
 fi
 mkdir -p "$B/bench"

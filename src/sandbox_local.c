@@ -500,7 +500,7 @@ static void check_limits(lua_State *L, int spec) {
 static void check_workdir(lua_State *L, const char *workdir,
                           const char *rootfs, const char *root) {
   static const char *const refused[] = {"/proc", "/dev", "/sys", "/tmp", NULL};
-  char hp[2 * LSB_PATH_MAX], first[LSB_PATH_MAX];
+  char hp[2 * LSB_PATH_MAX], first[2 * LSB_PATH_MAX];
   struct stat st;
   int i, host = strcmp(rootfs, "/") == 0;
   const char *slash;
