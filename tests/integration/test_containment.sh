@@ -158,6 +158,14 @@ jail '(setsid sleep 2222 >/dev/null 2>&1 &); nohup sleep 2223 >/dev/null 2>&1 & 
 sleep 0.3
 check "a daemonised grandchild dies when the command ends" test "$out" = started -a "$(leftovers 'sleep 222[23]')" = 0
 
+# --- lash itself killed mid-command -------------------------------------------
+"$LASH" sandbox exec "$ID" -- sh -c '(setsid sleep 3335 >/dev/null 2>&1 &); sleep 3334' >/dev/null 2>&1 &
+lash_pid=$!
+for _ in $(seq 50); do [ "$(leftovers '^sleep 333[45]')" = 2 ] && break; sleep 0.1; done
+kill -9 "$lash_pid" 2>/dev/null; wait "$lash_pid" 2>/dev/null
+sleep 0.3
+check "lash killed with SIGKILL mid-command takes the jail with it" test "$(leftovers '^sleep 333[45]')" = 0
+
 # --- symlink and .. escapes in file operations ------------------------------
 jail 'ln -s /etc/shadow s1; ln -s ../../../../../../../etc/shadow s2; ln -s /root s3; ln -s /etc/lash-escape s4; echo done'
 sb read "$ID" s1 >/dev/null 2>&1; a=$?
