@@ -79,8 +79,11 @@ typedef struct lash_Options {
   /* Where lash's Lua modules live; NULL means: next to the executable,
   ** then the installed prefix, then the source tree it was built from. */
   const char *lua_dir;
-  /* Root directory for local sandboxes; NULL means the default
-  ** ($XDG_STATE_HOME/lash/sandboxes). */
+  /* Root directory for the local sandboxes of this state's runs (a
+  ** sandbox's own state_root option still wins; this one wins over
+  ** $LASH_SANDBOX_ROOT). NULL means $LASH_SANDBOX_ROOT, else
+  ** /var/lib/lash/sandboxes as root, else $XDG_STATE_HOME/lash/sandboxes
+  ** (or ~/.local/state/lash/sandboxes). */
   const char *state_root;
   /* Receives warnings and diagnostics; NULL means stderr. */
   void (*log)(void *ud, int level, const char *msg);

@@ -104,16 +104,21 @@ static lsb_view *push_view(lua_State *L) {
 
 /* ---- config, ids, metadata ----------------------------------------------- */
 
+/* The state root: the sandbox's own state_root option, else the embedding
+** host's (lash_Options.state_root, kept in the registry by state.c), else
+** lsb_state_root's defaults ($LASH_SANDBOX_ROOT, ...). */
 static void state_root(lua_State *L, int cfg, char *out, size_t sz) {
   const char *conf = NULL;
-  int rc;
+  int rc, top = lua_gettop(L);
   if (lua_getfield(L, cfg, "state_root") != LUA_TNIL) {
     if (lua_type(L, -1) != LUA_TSTRING)
       luaL_error(L, "state_root must be a path string");
     conf = lua_tostring(L, -1);
+  } else if (lua_getfield(L, LUA_REGISTRYINDEX, "lash.state_root") == LUA_TSTRING) {
+    conf = lua_tostring(L, -1);
   }
   rc = lsb_state_root(conf, out, sz);
-  lua_pop(L, 1);
+  lua_settop(L, top);
   if (rc)
     luaL_error(L, "cannot find a state root for local sandboxes (%s): set "
                "state_root, LASH_SANDBOX_ROOT or HOME", strerror(-rc));

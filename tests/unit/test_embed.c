@@ -9,10 +9,12 @@
 #include "lualib.h"
 #include "t.h"
 
+#include <dirent.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- recording events and calls ---------------------------------------- */
@@ -956,6 +958,86 @@ static void test_close_in_flight(void) {
   for (i = 0; i < 5; i++) T_EQ_INT(lash_run_free(runs[i]), LASH_OK, "free a run after close");
 }
 
+/* Entries of dir other than "." and "..", or -1 if it cannot be read. */
+static int dir_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  if (!d) return -1;
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+  closedir(d);
+  return n;
+}
+
+static void rm_tree(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "# could not remove %s\n", dir);
+}
+
+/* A local sandbox made by a spec run: it writes a file, then calls the
+** host's probe (held, so the test can look while the sandbox exists). */
+static const char *SPEC_SANDBOX =
+  "return { capabilities = { 'LocalSandbox' }, model = lash.script_model {\n"
+  "  { tool_calls = { { name = 'run_command', args = { command = 'echo hi > note.txt' } } } },\n"
+  "  { tool_calls = { { name = 'probe', args = {} } } },\n"
+  "  function(m) return m[#m].parts[1].content end } }\n";
+
+/* lash_Options.state_root is where local sandboxes of the state's runs
+** live (and it wins over $LASH_SANDBOX_ROOT). */
+static void test_state_root(void) {
+  char root[] = "/tmp/lash_test_root_XXXXXX", envroot[] = "/tmp/lash_test_env_XXXXXX";
+  char *saved_env = getenv("LASH_SANDBOX_ROOT") ? strdup(getenv("LASH_SANDBOX_ROOT")) : NULL;
+  lash_Options o;
+  lash_State *S;
+  lash_Run *run;
+  int during;
+  lash_options_init(&o);
+  if (!mkdtemp(root) || !mkdtemp(envroot)) {
+    T_OK(0, "make temporary state roots");
+    free(saved_env);
+    return;
+  }
+  /* as root the jail runs as another uid, which must reach the roots */
+  chmod(root, 0755);
+  chmod(envroot, 0755);
+  o.state_root = root;
+  S = lash_open(&o);
+  if (lash_dostring(S, "local ok, why = require('lash').sandbox.probe { backend = 'local' } "
+                       "if not ok then error(why, 0) end", "=probe") != LASH_OK) {
+    T_OK(1, "# SKIP local sandboxes do not work here: %s", lash_errmsg(S));
+    lash_close(S);
+    rm_tree(root);
+    rm_tree(envroot);
+    free(saved_env);
+    return;
+  }
+  setenv("LASH_SANDBOX_ROOT", envroot, 1);
+  events_reset(S);
+  memset(&tl, 0, sizeof tl);
+  tl.mode = HOLD;
+  T_EQ_INT(lash_load_spec_string(S, SPEC_SANDBOX, "sandboxed"), LASH_OK, "a spec with a local sandbox");
+  T_EQ_INT(lash_register_tool(S, "probe", NULL, NULL, on_tool, &tl), LASH_OK, "and a host probe tool");
+  lash_run_start(S, "go", NULL, &run);
+  for (int f = 0; f < 2000 && tl.calls < 1 && lash_run_status(run) < LASH_RUN_DONE; f++) lash_step(S, 10);
+  T_OK(tl.calls == 1, "the run made its sandbox, ran a command in it and called the probe %s",
+       lash_run_status(run) >= LASH_RUN_DONE ? result_json(run) : "");
+  during = dir_entries(root);
+  T_OK(during >= 1, "the sandbox lives under lash_Options.state_root (%d entries in %s)", during, root);
+  T_EQ_INT(dir_entries(envroot), 0, "not under $LASH_SANDBOX_ROOT: the option wins");
+  if (tl.nheld) lash_call_return(tl.held[0], "seen");
+  for (int f = 0; f < 2000 && lash_run_status(run) < LASH_RUN_DONE; f++) lash_step(S, 10);
+  T_EQ_STR(output_of(run), "seen", "the run ends");
+  lash_run_free(run);
+  lash_close(S);
+  if (saved_env) setenv("LASH_SANDBOX_ROOT", saved_env, 1);
+  else unsetenv("LASH_SANDBOX_ROOT");
+  free(saved_env);
+  rm_tree(root);
+  rm_tree(envroot);
+}
+
 static int logged;
 static void on_log(void *ud, int level, const char *msg) {
   (void)ud; (void)level; (void)msg;
@@ -1038,6 +1120,7 @@ int main(void) {
   test_budget_gc();
   test_reentry();
   test_close_in_flight();
+  test_state_root();
   test_attach();
   return T_DONE();
 }
