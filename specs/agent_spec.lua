@@ -222,6 +222,21 @@ describe("tool retries", function()
     assert.equal("Tool 'slow' timed out after 0.02s.\n\nFix the errors and try again.",
                  lash.agent { model = model, tools = { slow } }:run("go").output)
   end)
+
+  it("the agent's tool_timeout covers tools without their own", function()
+    local slow = lash.tool { name = "slow", handler = function() lash.sleep(5) end }
+    local quick = lash.tool { name = "quick", timeout = 10, handler = function() lash.sleep(0.05) return "made it" end }
+    local model = lash.script_model { { tool_calls = { { name = "slow" }, { name = "quick" } } },
+      function(m) return results_of(m)[1].content .. " | " .. results_of(m)[2].content end }
+    local out = lash.agent { model = model, tools = { slow, quick }, tool_timeout = 0.02 }:run("go").output
+    assert.equal("Tool 'slow' timed out after 0.02s.\n\nFix the errors and try again. | made it", out)
+  end)
+
+  it("refuses a tool_timeout that is not a positive number of seconds", function()
+    for _, bad in ipairs({ 0, -1, math.huge, 0 / 0 }) do
+      assert.has_error(function() lash.agent { model = "test", tool_timeout = bad } end)
+    end
+  end)
 end)
 
 describe("tool errors", function()

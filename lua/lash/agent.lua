@@ -148,6 +148,10 @@ function M.new(def)
   if type(def) ~= "table" then error("lash.agent: expected a table, got " .. type(def), 2) end
   check_fields("lash.agent", def, AGENT_FIELDS, 2)
   check_instructions("lash.agent", def.instructions, 2)
+  local tt = def.tool_timeout
+  if tt ~= nil and not (tt > 0 and tt < math.huge) then
+    error("lash.agent: field 'tool_timeout' must be a positive number of seconds, got " .. tostring(tt), 2)
+  end
   if def.retries ~= nil and (def.retries < 0 or def.retries ~= math.floor(def.retries)) then
     error("lash.agent: field 'retries' must be an integer >= 0, got " .. tostring(def.retries), 2)
   end
@@ -457,7 +461,7 @@ local function exec_item(run, item)
     end
   end
   run.usage.tool_calls = run.usage.tool_calls + 1
-  local status, content = tool.call(t, call_ctx(run, item), args)
+  local status, content = tool.call(t, call_ctx(run, item), args, run.agent.tool_timeout)
   if status == "retry" then
     return { status = "retry", content = content .. tool.RETRY_SUFFIX, message = content }
   end

@@ -44,6 +44,7 @@ local lazy = {
   sandbox_capability = { "lash.capabilities.sandbox", "new" },
   register_capability = { "lash.spec", "register_capability" },
   load_spec = { "lash.spec", "load" },
+  load_spec_string = { "lash.spec", "load_string" },
 }
 
 return setmetatable(lash, {

@@ -214,19 +214,22 @@ end
 -- @tparam Tool t
 -- @tparam table ctx the call context (see lash.agent)
 -- @tparam table args validated arguments
+-- @tparam[opt] number default_timeout seconds, for a tool without its own
+--   `timeout` (the agent's `tool_timeout`)
 -- @treturn string status "ok" or "retry"
 -- @treturn string the content (ok) or the retry message (without suffix)
 -- @raise the handler's fatal error (typed errors keep their kind, others
 --   become kind "tool" with a traceback), or `cancelled`
-function M.call(t, ctx, args)
+function M.call(t, ctx, args, default_timeout)
   local L = lash()
   local dog, fired
-  if t.timeout then
+  local timeout = t.timeout or default_timeout
+  if timeout then
     local me = L.current()
     if not me then error("lash.tool: a tool with a timeout must be called inside a task", 2) end
     fired = false
     dog = L.spawn(function()
-      L.sleep(t.timeout)
+      L.sleep(timeout)
       fired = true
       me:cancel()
     end)
@@ -236,7 +239,7 @@ function M.call(t, ctx, args)
     if fired then
       -- the cancel may still be pending if the handler finished first; absorb it
       pcall(L.sleep, 0)
-      local secs = t.timeout == math.floor(t.timeout) and string.format("%d", t.timeout) or tostring(t.timeout)
+      local secs = timeout == math.floor(timeout) and string.format("%d", timeout) or tostring(timeout)
       return "retry", "Tool '" .. t.name .. "' timed out after " .. secs .. "s."
     end
     dog:cancel()
