@@ -57,11 +57,11 @@ rc=$?
 [ $rc = 4 ] && grep -q MODAL_TOKEN_ID "$state/err"; ok $? "no credentials: exit 4 and how to set them (rc $rc)"
 running=$(/usr/bin/python3 -c "import json;s=json.load(open('$state/state.json'))['sandboxes'];print(sum(1 for v in s.values() if v['running']))")
 [ "$running" = 0 ]; ok $? "no sandbox left running"
-# the fake enforces what grpc-core enforces: no `te: trailers`, no call
-printf '\0\0\0\0\0' >"$state/empty.bin"
-curl -sS -D "$state/h" -o /dev/null --http2-prior-knowledge -H 'content-type: application/grpc' \
+# the fake enforces what grpc-core enforces: no `te: trailers`, no call (the
+# request has no body, so the refusal cannot race the upload)
+curl -sS -D "$state/h" -o /dev/null --http2-prior-knowledge -X POST -H 'content-type: application/grpc' \
   -H 'x-modal-token-id: ak-fake-id' -H 'x-modal-token-secret: as-fake-secret' \
-  --data-binary @"$state/empty.bin" "http://127.0.0.1:$port/modal.client.ModalClient/ClientHello"
+  "http://127.0.0.1:$port/modal.client.ModalClient/ClientHello"
 grep -qi '^grpc-message: Missing :te header' "$state/h"; ok $? "the fake refuses a call without te: trailers"
 echo "1..$n"
 exit $fail
