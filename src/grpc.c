@@ -27,11 +27,6 @@
 #define MAX_HEADER_BYTES (64 * 1024)
 #define MAX_DETAILS_B64 (64 * 1024)
 #define DEFAULT_MAX_RECV ((size_t)100 << 20)
-/* Calls of one channel share a connection; libcurl's default cap of 100
-** streams per connection would open a second one under load. The server's
-** SETTINGS_MAX_CONCURRENT_STREAMS still applies. */
-#define MAX_STREAMS_PER_CONNECTION 1000L
-
 static const char *const code_names[] = {
   "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
   "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
@@ -317,8 +312,6 @@ grpc_channel *grpc_channel_new(lash_loop *loop, const char *url,
   ch->share = curl_share_init();
   if (!ch->share) goto oom;
   curl_share_setopt(ch->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-  curl_multi_setopt(lash_loop_multi(loop), CURLMOPT_MAX_CONCURRENT_STREAMS,
-                    MAX_STREAMS_PER_CONNECTION);
   return ch;
 oom:
   if (ch) {

@@ -500,6 +500,10 @@ lash_loop *lash_loop_new(void) {
   curl_multi_setopt(loop->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
   curl_multi_setopt(loop->multi, CURLMOPT_TIMERDATA, loop);
   curl_multi_setopt(loop->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+  /* Multiplexed calls share a connection; libcurl's default cap of 100
+  ** streams per connection would open a second one under load (100
+  ** concurrent sandbox commands). The server's SETTINGS still applies. */
+  curl_multi_setopt(loop->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000L);
   return loop;
 }
 
