@@ -18,12 +18,10 @@ int luaopen_lash_core(lua_State *L);
 int luaopen_lash_core(lua_State *L) {
   lash_runtime_open(L);
   lua_newtable(L);
-#define LASH_OPEN_ONE(name)                 \
-  if (lash_open_##name) {                   \
-    lua_pushcfunction(L, lash_open_##name); \
-    lua_call(L, 0, 1);                      \
-    lua_setfield(L, -2, #name);             \
-  }
+#define LASH_OPEN_ONE(name)               \
+  lua_pushcfunction(L, lash_open_##name); \
+  lua_call(L, 0, 1);                      \
+  lua_setfield(L, -2, #name);
   LASH_MODULES(LASH_OPEN_ONE)
 #undef LASH_OPEN_ONE
   lua_pushliteral(L, LASH_VERSION);

@@ -15,10 +15,7 @@
   X(sandbox)            \
   X(sys)
 
-/* Weak while the tree is being built up in parallel: a module whose file
-** has not landed yet is simply absent. TODO(lead): make these strong. */
-#define LASH_DECLARE_OPEN(name) \
-  __attribute__((weak)) int lash_open_##name(lua_State *L);
+#define LASH_DECLARE_OPEN(name) int lash_open_##name(lua_State *L);
 LASH_MODULES(LASH_DECLARE_OPEN)
 #undef LASH_DECLARE_OPEN
 
