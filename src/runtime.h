@@ -71,6 +71,17 @@ int lash_runtime_alive(lash_runtime *rt);
 /* Number of tasks not yet finished. */
 int lash_runtime_ntasks(lash_runtime *rt);
 
+/* Diagnostics through the host's log hook (lash_Options.log; stderr by
+** default). Levels are lash.h's LASH_LOG_*. */
+#ifndef LASH_LOG_DEBUG   /* the same values as lash.h */
+#define LASH_LOG_DEBUG 0
+#define LASH_LOG_INFO 1
+#define LASH_LOG_WARN 2
+#define LASH_LOG_ERROR 3
+#endif
+void lash_runtime_log(lash_runtime *rt, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* ---- waits ---------------------------------------------------------- */
 
 void lash_wait_init(lash_wait *w, void (*cancel)(lash_wait *w));

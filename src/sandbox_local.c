@@ -18,7 +18,6 @@
 #include "sandbox_local.h"
 #include "output.h"
 #include "runtime.h"
-#include "task.h"      /* lash_runtime_log: the runtime's log hook */
 
 #include <dirent.h>
 #include <errno.h>

@@ -11,12 +11,6 @@
 #define LASH_TASK_MT "lash.task"
 #define LASH_FUTURE_MT "lash.future"
 
-#ifndef LASH_LOG_DEBUG   /* the same values as lash.h */
-#define LASH_LOG_DEBUG 0
-#define LASH_LOG_INFO 1
-#define LASH_LOG_WARN 2
-#define LASH_LOG_ERROR 3
-#endif
 
 enum {
   LASH_TASK_READY,      /* queued to run */
@@ -67,7 +61,6 @@ struct lash_runtime {
 void lash_task_make_ready(lash_task *t);
 void lash_task_resume(lash_task *t, lua_State *from);
 int  lash_runtime_step_from(lash_runtime *rt, int timeout_ms, lua_State *from);
-void lash_runtime_log(lash_runtime *rt, int level, const char *fmt, ...);
 int  lash_is_error(lua_State *L, int idx, const char *kind);
 /* Cancel every live task and give them a bounded time to unwind. */
 void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms);
