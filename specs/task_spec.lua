@@ -125,6 +125,28 @@ describe("lash tasks", function()
     assert.equal("slept", co())
   end)
 
+  it("survives waits where tasks cannot yield, nested deeper than the main thread's stack", function()
+    -- a comparator is called from C, so its wait drives the loop in place;
+    -- the other tasks wake meanwhile and do the same, one level deeper each
+    local n, deepest, inside = 80, 0, 0
+    local tasks = {}
+    for i = 1, n do
+      tasks[i] = lash.spawn(function()
+        lash.sleep(0.001 * i)
+        table.sort({ 2, 1 }, function(a, b)
+          inside = inside + 1
+          deepest = math.max(deepest, inside)
+          lash.sleep(0.3)
+          inside = inside - 1
+          return a < b
+        end)
+        return i
+      end)
+    end
+    for i = 1, n do assert.equal(i, tasks[i]:join()) end
+    assert.is_true(deepest > 40, "nesting reached " .. deepest)
+  end)
+
   it("refuses to join itself", function()
     local t
     t = lash.spawn(function() return pcall(function() return t:join() end) end)

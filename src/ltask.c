@@ -229,6 +229,15 @@ void lash_task_resume(lash_task *t, lua_State *from) {
   lua_State *L = rt->L, *co = t->co;
   int nargs = 0, nres = 0, st, tidx;
   if (t->status == LASH_TASK_DONE || t->status == LASH_TASK_RUNNING) return;
+  /* L is the main thread, and it may be deep in nested steps: a wait where
+  ** a task cannot yield (a table.sort comparator, a metamethod, a require)
+  ** drives the loop in place, which resumes other tasks that may do the
+  ** same, each level keeping a slot here. Make room rather than write past
+  ** the stack; if there is none, the task runs on a later step. */
+  if (!lua_checkstack(L, LUA_MINSTACK)) {
+    lash_task_make_ready(t);
+    return;
+  }
   /* Keep the handle on L's stack while the task runs, so it stays alive
   ** and we can finish it afterwards. */
   lua_rawgeti(L, LUA_REGISTRYINDEX, rt->threads_ref);
@@ -259,9 +268,15 @@ void lash_task_resume(lash_task *t, lua_State *from) {
       lash_task_make_ready(t);
     }
   } else if (st == LUA_OK) {
-    luaL_checkstack(L, nres + 4, "too many results");
-    lua_xmove(co, L, nres);
-    task_finish(L, t, tidx, LASH_OUT_OK, nres);
+    /* Not luaL_checkstack: L is not the running thread, it must not raise. */
+    if (lua_checkstack(L, nres + LUA_MINSTACK)) {
+      lua_xmove(co, L, nres);
+      task_finish(L, t, tidx, LASH_OUT_OK, nres);
+    } else {
+      lua_settop(co, 0);
+      lash_error_push(L, "error", "the task returned too many results", 0);
+      task_finish(L, t, tidx, LASH_OUT_ERROR, 1);
+    }
   } else {
     int outcome;
     lua_xmove(co, L, 1);
