@@ -169,6 +169,24 @@ describe("lash tasks", function()
     assert.has_error(function() lash.sleep(0 / 0) end)
     assert.has_error(function() lash.sleep(math.huge) end)
   end)
+
+  it("sleeps past what nanoseconds can count without waking at once", function()
+    for _, s in ipairs { 1e20, 2 ^ 64 / 1e9, 1.8e10 } do
+      local t = lash.spawn(function() lash.sleep(s) return "woke" end)
+      assert.is_true(lash.step(0.01))
+      assert.is_true(lash.step(0.01))
+      assert.equal("waiting", t:status())
+      t:cancel()
+      assert.is_false((t:wait()))
+    end
+  end)
+
+  it("step takes any timeout: huge ones wait like a negative one, NaN is refused", function()
+    -- with nothing that could wake it, an unbounded step returns at once
+    assert.is_false(lash.step(1e300))
+    assert.is_false(lash.step(-1))
+    assert.has_error(function() lash.step(0 / 0) end)
+  end)
 end)
 
 describe("lash futures", function()

@@ -6,6 +6,7 @@
 #include "loop.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -174,6 +175,7 @@ int lash_timer_start(lash_loop *loop, lash_timer *t, uint64_t delay_ns,
     loop->capheap = cap;
   }
   t->due_ns = lash_now_ns() + delay_ns;
+  if (t->due_ns < delay_ns) t->due_ns = UINT64_MAX;  /* never, not at once */
   t->cb = cb;
   t->data = data;
   t->heap_index = loop->nheap;
@@ -184,13 +186,15 @@ int lash_timer_start(lash_loop *loop, lash_timer *t, uint64_t delay_ns,
 }
 
 int lash_loop_next_timeout(const lash_loop *loop) {
-  uint64_t now, due;
+  uint64_t now, due, ms;
   if (loop->nheap == 0) return -1;
   now = lash_now_ns();
   due = loop->heap[0]->due_ns;
   if (due <= now) return 0;
-  /* Round up so we never wake a hair early and spin. */
-  return (int)((due - now + 999999) / 1000000);
+  /* Round up so we never wake a hair early and spin; a timer further off
+  ** than INT_MAX ms (25 days) waits in INT_MAX steps. */
+  ms = (due - now) / 1000000 + ((due - now) % 1000000 != 0);
+  return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
 static int run_timers(lash_loop *loop) {

@@ -6,7 +6,9 @@
 #include "task.h"
 #include "modules.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -483,6 +485,7 @@ static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
 static int l_sleep(lua_State *L) {
   double s = luaL_checknumber(L, 1);
   sleep_op *op;
+  uint64_t ns;
   luaL_argcheck(L, s >= 0 && isfinite(s), 1,
                 "seconds must be a finite number >= 0");
   op = lua_newuserdatauv(L, sizeof *op, 0);
@@ -491,8 +494,10 @@ static int l_sleep(lua_State *L) {
   lash_wait_init(&op->w, sleep_cancel);
   lash_timer_init(&op->timer);
   op->loop = lash_runtime_loop(L);
-  if (lash_timer_start(op->loop, &op->timer, (uint64_t)(s * 1e9), sleep_fire,
-                       op) != 0)
+  /* Past 2^64 ns (584 years) the conversion is undefined (x86 gives 0, so
+  ** a very long sleep ended at once): saturate, the loop does the rest. */
+  ns = s * 1e9 >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)(s * 1e9);
+  if (lash_timer_start(op->loop, &op->timer, ns, sleep_fire, op) != 0)
     return luaL_error(L, "lash.sleep: out of memory");
   return lash_wait_yield(L, &op->w, (lua_KContext)op, sleep_k);
 }
@@ -527,7 +532,12 @@ static int l_run(lua_State *L) {
 static int l_step(lua_State *L) {
   lash_runtime *rt = lash_runtime_get(L);
   double s = luaL_optnumber(L, 1, 0);
-  int rc = lash_runtime_step_from(rt, s < 0 ? -1 : (int)(s * 1000), L);
+  int rc;
+  luaL_argcheck(L, !isnan(s), 1, "timeout must be a number of seconds");
+  /* A negative timeout waits until something happens, and so does one
+  ** past INT_MAX ms, where the conversion would be undefined. */
+  rc = lash_runtime_step_from(rt, s < 0 || s * 1000 >= (double)INT_MAX ? -1
+                              : (int)(s * 1000), L);
   if (rc < 0) return luaL_error(L, "lash: event loop failure");
   lua_pushboolean(L, rc > 0);
   return 1;

@@ -3,6 +3,7 @@
 #include "t.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -57,6 +58,18 @@ int main(void) {
     T_OK(lash_now_ns() - t0 < 2000000000ull, "and does not wait for the far timer");
     T_OK(lash_loop_next_timeout(loop) > 1000, "next timeout reports the far timer");
     lash_timer_stop(loop, &t[0]);
+  }
+
+  /* a delay past what the clock can count means never, not at once */
+  {
+    int n = norder;
+    lash_timer_start(loop, &t[0], UINT64_MAX, on_timer, (void *)(intptr_t)8);
+    lash_timer_start(loop, &t[1], UINT64_MAX / 2 + 1, on_timer, (void *)(intptr_t)8);
+    T_EQ_INT(lash_loop_run_once(loop, 10), 0, "a saturated timer does not fire");
+    T_EQ_INT(norder, n, "nothing fired");
+    T_EQ_INT(lash_loop_next_timeout(loop), INT_MAX, "next timeout is clamped to INT_MAX ms");
+    lash_timer_stop(loop, &t[0]);
+    lash_timer_stop(loop, &t[1]);
   }
 
   /* fd readiness and hang-up */
