@@ -316,8 +316,13 @@ void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms) {
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  while (rt->ntasks > 0 && lash_now_ns() < deadline) {
-    int left = (int)((deadline - lash_now_ns()) / 1000000u);
+  while (rt->ntasks > 0) {
+    /* one reading of the clock: a second one past the deadline would wrap
+    ** deadline - now, and a negative timeout waits without a bound */
+    uint64_t now = lash_now_ns();
+    int left;
+    if (now >= deadline) break;
+    left = (int)((deadline - now) / 1000000u);
     if (lash_runtime_step(rt, left < 50 ? left : 50) < 0) break;
     if (!rt->ready_head && !lash_loop_alive(rt->loop)) break;
   }
