@@ -226,6 +226,20 @@ describe("lash futures", function()
     assert.is_false(ok)
     assert.is_true(lash.is_error(err, "deadlock"))
   end)
+
+  it("a wait given up by a deadlock leaves the future usable and nothing for the collector to trip on", function()
+    local f = lash.future()
+    assert.is_false((pcall(f.wait, f)))
+    f:set("later")
+    assert.equal("later", f:wait())
+    -- the abandoned waiter and a future that dies with it, collected together
+    do
+      local g = lash.future()
+      assert.is_false((pcall(g.wait, g)))
+    end
+    collectgarbage()
+    collectgarbage()
+  end)
 end)
 
 describe("lash.log", function()

@@ -107,9 +107,13 @@ static int future_wait_at(lua_State *L, int fidx, int raise) {
     }
     return future_push(L, fidx, raise);
   }
-  fw = lua_newuserdatauv(L, sizeof *fw, 0);
+  fw = lua_newuserdatauv(L, sizeof *fw, 1);
   memset(fw, 0, sizeof *fw);
   luaL_setmetatable(L, "lash.future_waiter");
+  /* The waiter's __gc unlinks it from f: f must outlive it, even when both
+  ** become garbage at once (a wait abandoned by an error). */
+  lua_pushvalue(L, fidx);
+  lua_setiuservalue(L, -2, 1);
   lash_wait_init(&fw->w, waiter_cancel);
   fw->f = f;
   fw->fidx = fidx;

@@ -165,6 +165,13 @@ void lash_wait_check(lua_State *L, lash_wait *w) {
   }
 }
 
+/* A wait given up with an error (its continuation never runs): stop what
+** the op started now, rather than when the collector finds the op. */
+static void abandon(lash_wait *w) {
+  if (!w->done && w->cancel) w->cancel(w);
+  w->done = 1;
+}
+
 int lash_wait_yield(lua_State *L, lash_wait *w, lua_KContext ctx,
                     lua_KFunction k) {
   lash_runtime *rt = lash_runtime_get(L);
@@ -190,11 +197,16 @@ int lash_wait_yield(lua_State *L, lash_wait *w, lua_KContext ctx,
   ** reset): drive the loop, and every task with it, until w is done. */
   while (!w->done) {
     int rc = lash_runtime_step_from(rt, -1, L);
-    if (rc < 0) return luaL_error(L, "lash: event loop failure");
-    if (!w->done && !rt->ready_head && !lash_loop_alive(rt->loop))
+    if (rc < 0) {
+      abandon(w);
+      return luaL_error(L, "lash: event loop failure");
+    }
+    if (!w->done && !rt->ready_head && !lash_loop_alive(rt->loop)) {
+      abandon(w);
       return lash_error_raise(L, "deadlock",
                               "waiting for something that can no longer "
                               "happen: no task or I/O is left to complete it");
+    }
   }
   return k(L, LUA_OK, ctx);
 }
