@@ -129,10 +129,10 @@ describe("Lua specs", function()
   end)
 
   it("stop an endless loop with the default budget", function()
-    local t0 = lash.now()
+    -- the message names the budget that stopped it; how long that takes is
+    -- the machine's business (no timed assertions: valgrind took over 60 s)
     local err = load_fails("lua", "local n = 0 while true do n = n + 1 end")
     assert.matches("ran past its budget of 10000000 Lua instructions", err, 1, true)
-    assert.is_true(lash.now() - t0 < 60)
   end)
 
   it("stop loops that catch the budget error, and loops in coroutines", function()
