@@ -6,6 +6,7 @@
 #include "loop.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,6 +379,17 @@ static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp) {
 
 CURLM *lash_loop_multi(lash_loop *loop) { return loop->multi; }
 
+/* libcurl (before 8.x) makes its sockets without close-on-exec: a pooled
+** keep-alive connection would live on in every process the host starts. */
+static int curl_sockopt_cb(void *clientp, curl_socket_t fd,
+                           curlsocktype purpose) {
+  int fl = fcntl(fd, F_GETFD);
+  (void)clientp;
+  (void)purpose;
+  if (fl >= 0 && !(fl & FD_CLOEXEC)) fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+  return CURL_SOCKOPT_OK;
+}
+
 int lash_curl_add(lash_loop *loop, CURL *easy, lash_curl_done done,
                   void *data) {
   curl_xfer *x = malloc(sizeof *x);
@@ -385,6 +397,7 @@ int lash_curl_add(lash_loop *loop, CURL *easy, lash_curl_done done,
   if (!x) return -ENOMEM;
   x->done = done;
   x->data = data;
+  curl_easy_setopt(easy, CURLOPT_SOCKOPTFUNCTION, curl_sockopt_cb);
   curl_easy_setopt(easy, CURLOPT_PRIVATE, (char *)x);
   mc = curl_multi_add_handle(loop->multi, easy);
   if (mc != CURLM_OK) {
