@@ -62,5 +62,5 @@ done
 t0=$(date +%s.%N)
 head -c $G /dev/zero | cat > /dev/null
 t1=$(date +%s.%N)
-row "sandbox: 1 GiB through head | cat > /dev/null (baseline)" \
+row "sandbox: 1 GiB through head piped to cat into /dev/null (baseline)" \
     "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" "s" "the same bytes without a jail or lash"
