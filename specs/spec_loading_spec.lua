@@ -7,8 +7,16 @@ local spec = require "lash.spec"
 local fakes = require "helpers.fake_sandbox"
 local cli = require "helpers.lash_cli"
 
+-- A fresh path ending in .ext (os.tmpname creates its file: remove it, or
+-- every call leaves an empty file in /tmp).
+local function tmppath(ext)
+  local base = os.tmpname()
+  os.remove(base)
+  return base .. "." .. ext
+end
+
 local function write(ext, text)
-  local path = os.tmpname() .. "." .. ext
+  local path = tmppath(ext)
   local f = assert(io.open(path, "w"))
   f:write(text)
   f:close()
@@ -96,10 +104,8 @@ describe("Lua specs", function()
   end)
 
   it("load text only (no binary chunks), and load() inside stays in the spec's world", function()
-    local f = assert(io.open(os.tmpname() .. ".lua", "wb"))
-    local path = os.tmpname() .. ".lua"
-    f:close()
-    f = assert(io.open(path, "wb"))
+    local path = tmppath("lua")
+    local f = assert(io.open(path, "wb"))
     f:write(string.dump(function() return {} end))
     f:close()
     local agent, err = lash.load_spec(path)

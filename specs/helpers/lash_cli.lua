@@ -52,7 +52,9 @@ end
 
 --- Write a temporary spec file; returns its path.
 function M.spec(text)
-  local path = os.tmpname() .. ".lua"
+  local base = os.tmpname()  -- creates the file: the spec is base .. ".lua"
+  os.remove(base)
+  local path = base .. ".lua"
   local f = assert(io.open(path, "w"))
   f:write(text)
   f:close()
