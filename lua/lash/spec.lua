@@ -583,8 +583,10 @@ function M.load(path, opts)
   end
   local f, ferr = io.open(path, "rb")
   if not f then return nil, "cannot open " .. tostring(ferr) end
-  local text = f:read("a")
+  local text, rerr = f:read("a")
   f:close()
+  -- a directory opens, and fails only here
+  if not text then return nil, "cannot read " .. path .. ": " .. tostring(rerr) end
   return build(text, path, "@" .. path, format, opts)
 end
 
