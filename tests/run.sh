@@ -41,7 +41,7 @@ run_unit() {
   local t
   for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
-    "$t" >"$log/out" 2>&1; count "unit/$(basename "$t")" "$log/out" $?
+    timeout 900 "$t" >"$log/out" 2>&1; count "unit/$(basename "$t")" "$log/out" $?
   done
 }
 
