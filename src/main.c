@@ -8,26 +8,31 @@
 #include "lauxlib.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Parse sizes like 512M, 2G, 65536. Returns 0 on success. */
+/* Parse sizes like 512M, 2G, 65536. Returns 0 on success; refuses signs,
+** junk and anything that does not fit in a size_t. */
 static int parse_size(const char *s, size_t *out) {
   char *end;
   unsigned long long v;
+  unsigned shift = 0;
+  if (*s < '0' || *s > '9') return -1;
   errno = 0;
   v = strtoull(s, &end, 10);
   if (errno || end == s) return -1;
   switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
     default: break;
   }
   if (*end == 'B' || *end == 'b') end++;
   if (*end) return -1;
-  *out = (size_t)v;
+  if (v > (SIZE_MAX >> shift)) return -1;
+  *out = (size_t)(v << shift);
   return 0;
 }
 
@@ -58,7 +63,6 @@ int main(int argc, char **argv) {
   lash_State *S;
   lua_State *L;
   int i, j, code = 0;
-  char code_src[64];
   lash_options_init(&opts);
   {
     const char *env = getenv("LASH_MEMORY_LIMIT");
@@ -107,8 +111,6 @@ int main(int argc, char **argv) {
   L = lash_lua(S);
   lua_pushcfunction(L, run_cli);
   lua_setglobal(L, "__lash_run_cli");
-  snprintf(code_src, sizeof code_src, "return __lash_run_cli(...)");
-  (void)code_src;
   {
     /* Call run_cli through the protected, traced path of lash_dostring by
     ** way of a tiny chunk, so a Lua error prints its traceback. */

@@ -82,6 +82,10 @@ int lash_runtime_ntasks(lash_runtime *rt);
 void lash_runtime_log(lash_runtime *rt, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The heap budget of a state opened by lash_open (state.c): fills used and
+** limit (0 = none) and returns 1, or returns 0 for a foreign allocator. */
+int lash_memory_budget(lua_State *L, size_t *used, size_t *limit);
+
 /* ---- waits ---------------------------------------------------------- */
 
 void lash_wait_init(lash_wait *w, void (*cancel)(lash_wait *w));

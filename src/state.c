@@ -67,6 +67,16 @@ static void *budget_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return np;
 }
 
+int lash_memory_budget(lua_State *L, size_t *used, size_t *limit) {
+  void *ud = NULL;
+  lash_budget *b;
+  if (lua_getallocf(L, &ud) != budget_alloc) return 0;
+  b = ud;
+  *used = b->used;
+  *limit = b->limit;
+  return 1;
+}
+
 void lash_options_init(lash_Options *o) {
   if (o) memset(o, 0, sizeof *o);
 }

@@ -101,7 +101,15 @@ function cli.main(argv)
       end
       return 2
     end
-    cli.err("lash ", first, ": ", tostring(res), "\n")
+    local msg = tostring(res)
+    if msg:find("not enough memory", 1, true) then
+      local _, limit = require("lash").sys.memory()
+      if limit then
+        msg = string.format("the memory budget of %d bytes was exceeded (--memory-limit or "
+          .. "LASH_MEMORY_LIMIT); raise it or make the work use less\n%s", limit, msg)
+      end
+    end
+    cli.err("lash ", first, ": ", msg, "\n")
     return 1
   end
   return res or 0
