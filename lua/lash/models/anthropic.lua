@@ -234,6 +234,9 @@ local function new_stream(self, on_text)
         { provider = "anthropic", status = status, error_type = e.type }), 0)
     end
   end
+  function st.is_done()
+    return st.done
+  end
   function st.result()
     local parts = {}
     for _, idx in ipairs(st.order) do
@@ -260,24 +263,9 @@ end
 
 --- @see lash.models
 function Model:request(req)
-  local stream = self.opts.stream
-  if stream == nil then stream = req.stream end
-  if stream == nil then stream = req.on_text ~= nil end
-  local headers = { ["x-api-key"] = self.key, ["anthropic-version"] = M.API_VERSION,
-                    ["content-type"] = "application/json" }
-  for k, v in pairs(self.opts.headers or {}) do headers[k] = v end
-  local body = json.encode_canonical(self:body(req, stream))
-  local st = stream and new_stream(self, req.on_text) or nil
-  local resp_body = models.post {
-    provider = "anthropic", url = self.url, headers = headers, body = body,
-    timeout = self.opts.timeout or 600, stream = stream,
-    on_event = st and st.on_event, stream_done = st and function() return st.done end,
-    reset = st and st.reset,
-    max_retries = self.opts.max_retries, retry_delay = self.opts.retry_delay,
-    max_retry_delay = self.opts.max_retry_delay, on_retry = req.on_retry,
-  }
-  if st then return st.result() end
-  return self:parse(resp_body)
+  return models.send(self, req, "anthropic",
+    { ["x-api-key"] = self.key, ["anthropic-version"] = M.API_VERSION, ["content-type"] = "application/json" },
+    new_stream)
 end
 
 return M

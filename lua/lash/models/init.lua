@@ -250,6 +250,35 @@ function M.post(p)
   end
 end
 
+--- The request path the HTTP adapters share: decide whether to stream,
+-- merge the caller's extra headers, encode the body, POST with retries and
+-- turn the reply into a response.
+-- @param model the adapter's model object (`opts`, `url`, `body(req, stream)`,
+--   `parse(body)`)
+-- @tparam table req the request (see the module comment)
+-- @tparam string provider the provider name used in errors
+-- @tparam table headers the provider's own headers (extended in place)
+-- @param new_stream `function(model, on_text) -> st` with `on_event`,
+--   `is_done`, `reset` and `result`
+function M.send(model, req, provider, headers, new_stream)
+  local opts = model.opts
+  local stream = opts.stream
+  if stream == nil then stream = req.stream end
+  if stream == nil then stream = req.on_text ~= nil end
+  for k, v in pairs(opts.headers or {}) do headers[k] = v end
+  local body = json.encode_canonical(model:body(req, stream))
+  local st = stream and new_stream(model, req.on_text) or nil
+  local resp_body = M.post {
+    provider = provider, url = model.url, headers = headers, body = body,
+    timeout = opts.timeout or 600, stream = stream,
+    on_event = st and st.on_event, stream_done = st and st.is_done, reset = st and st.reset,
+    max_retries = opts.max_retries, retry_delay = opts.retry_delay,
+    max_retry_delay = opts.max_retry_delay, on_retry = req.on_retry,
+  }
+  if st then return st.result() end
+  return model:parse(resp_body)
+end
+
 --- Empty usage counters.
 function M.usage()
   return { input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0 }

@@ -238,23 +238,9 @@ end
 
 --- @see lash.models
 function Model:request(req)
-  local stream = self.opts.stream
-  if stream == nil then stream = req.stream end
-  if stream == nil then stream = req.on_text ~= nil end
   local headers = { ["content-type"] = "application/json" }
   if self.key then headers["authorization"] = "Bearer " .. self.key end
-  for k, v in pairs(self.opts.headers or {}) do headers[k] = v end
-  local body = json.encode_canonical(self:body(req, stream))
-  local st = stream and new_stream(self, req.on_text) or nil
-  local resp_body = models.post {
-    provider = "openai", url = self.url, headers = headers, body = body,
-    timeout = self.opts.timeout or 600, stream = stream,
-    on_event = st and st.on_event, stream_done = st and st.is_done, reset = st and st.reset,
-    max_retries = self.opts.max_retries, retry_delay = self.opts.retry_delay,
-    max_retry_delay = self.opts.max_retry_delay, on_retry = req.on_retry,
-  }
-  if st then return st.result() end
-  return self:parse(resp_body)
+  return models.send(self, req, "openai", headers, new_stream)
 end
 
 return M
