@@ -67,17 +67,26 @@ static int box_close_mm(lua_State *L) {
   return 0;
 }
 
-/* A lock holder that the stack closes on return or error. */
-static lsb_box *push_box(lua_State *L) {
-  lsb_box *b = lua_newuserdatauv(L, sizeof *b, 0);
-  b->dirfd = b->lockfd = -1;
-  if (luaL_newmetatable(L, BOX_MT)) {
-    lua_pushcfunction(L, box_close_mm);
+/* A new userdata of `size` bytes with metatable `mt` (whose __close and
+** __gc both run `close`), marked to-be-closed so the stack releases it on
+** return or error. */
+static void *push_holder(lua_State *L, size_t size, const char *mt,
+                         lua_CFunction close) {
+  void *p = lua_newuserdatauv(L, size, 0);
+  if (luaL_newmetatable(L, mt)) {
+    lua_pushcfunction(L, close);
     lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, box_close_mm);
+    lua_pushcfunction(L, close);
     lua_setfield(L, -2, "__gc");
   }
   lua_setmetatable(L, -2);
+  return p;
+}
+
+/* A lock holder that the stack closes on return or error. */
+static lsb_box *push_box(lua_State *L) {
+  lsb_box *b = push_holder(L, sizeof *b, BOX_MT, box_close_mm);
+  b->dirfd = b->lockfd = -1;
   lua_toclose(L, -1);
   return b;
 }
@@ -88,15 +97,8 @@ static int view_close_mm(lua_State *L) {
 }
 
 static lsb_view *push_view(lua_State *L) {
-  lsb_view *v = lua_newuserdatauv(L, sizeof *v, 0);
+  lsb_view *v = push_holder(L, sizeof *v, VIEW_MT, view_close_mm);
   v->n = 0;
-  if (luaL_newmetatable(L, VIEW_MT)) {
-    lua_pushcfunction(L, view_close_mm);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, view_close_mm);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_setmetatable(L, -2);
   lua_toclose(L, -1);
   return v;
 }
