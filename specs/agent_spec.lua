@@ -9,10 +9,7 @@ local function types_of(events)
   return out
 end
 
-local function collector()
-  local events = {}
-  return events, function(e) events[#events + 1] = e end
-end
+local collector = require("helpers.events").collector
 
 local function results_of(messages)
   for i = #messages, 1, -1 do

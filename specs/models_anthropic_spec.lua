@@ -15,16 +15,8 @@ local clock = lash.tool { name = "get_time", description = "Get the time in a ti
   parameters = { type = "object", properties = { timezone = { type = "string" } }, required = { "timezone" } },
   handler = function() return "09:30" end }
 
-local function collector()
-  local events = {}
-  return events, function(e) events[#events + 1] = e end
-end
-
-local function of_type(events, t)
-  local out = {}
-  for _, e in ipairs(events) do if e.type == t then out[#out + 1] = e end end
-  return out
-end
+local helpers_events = require "helpers.events"
+local collector, of_type = helpers_events.collector, helpers_events.of_type
 
 local describe_or_skip = fake.available() and describe or pending
 

@@ -13,16 +13,8 @@ local clock = lash.tool { name = "get_time",
   parameters = { type = "object", properties = { timezone = { type = "string" } }, required = { "timezone" } },
   handler = function() return "12:30" end }
 
-local function collector()
-  local events = {}
-  return events, function(e) events[#events + 1] = e end
-end
-
-local function of_type(events, t)
-  local out = {}
-  for _, e in ipairs(events) do if e.type == t then out[#out + 1] = e end end
-  return out
-end
+local helpers_events = require "helpers.events"
+local collector, of_type = helpers_events.collector, helpers_events.of_type
 
 describe("openai model options", function()
   it("needs a key for the official API", function()

@@ -5,10 +5,7 @@ local json = require "lash.json"
 local models = require "lash.models"
 local testmodel = require "lash.models.test"
 
-local function collector()
-  local events = {}
-  return events, function(e) events[#events + 1] = e end
-end
+local collector = require("helpers.events").collector
 
 describe("the test model", function()
   local echo = lash.tool { name = "echo", parameters = { type = "object", properties = {
