@@ -546,7 +546,7 @@ static int l_step(lua_State *L) {
   /* A negative timeout waits until something happens, and so does one
   ** past INT_MAX ms, where the conversion would be undefined. */
   rc = lash_runtime_step_from(rt, s < 0 || s * 1000 >= (double)INT_MAX ? -1
-                              : (int)(s * 1000), L);
+                              : (int)(s * 1000), L, 0);
   if (rc < 0) return luaL_error(L, "lash: event loop failure");
   lua_pushboolean(L, rc > 0);
   return 1;

@@ -196,7 +196,7 @@ int lash_wait_yield(lua_State *L, lash_wait *w, lua_KContext ctx,
   /* Not a task (a plain script, a foreign coroutine, a __close during a
   ** reset): drive the loop, and every task with it, until w is done. */
   while (!w->done) {
-    int rc = lash_runtime_step_from(rt, -1, L);
+    int rc = lash_runtime_step_from(rt, -1, L, 0);
     if (rc < 0) {
       abandon(w);
       return luaL_error(L, "lash: event loop failure");
@@ -213,7 +213,8 @@ int lash_wait_yield(lua_State *L, lash_wait *w, lua_KContext ctx,
 
 /* ---- scheduling ------------------------------------------------------ */
 
-int lash_runtime_step_from(lash_runtime *rt, int timeout_ms, lua_State *from) {
+int lash_runtime_step_from(lash_runtime *rt, int timeout_ms, lua_State *from,
+                           uint64_t deadline) {
   lash_task *batch;
   int rc;
   if (rt->ready_head) timeout_ms = 0;
@@ -222,7 +223,9 @@ int lash_runtime_step_from(lash_runtime *rt, int timeout_ms, lua_State *from) {
   rc = lash_loop_run_once(rt->loop, timeout_ms);
   if (rc < 0) return -1;
   /* Resume only what is ready now; tasks made ready while these run wait
-  ** for the next step, so one step never runs a task twice. */
+  ** for the next step, so one step never runs a task twice. The batch is
+  ** detached so that a step nested inside a resumed task (a wait that
+  ** drives the loop in place) cannot take it over. */
   batch = rt->ready_head;
   rt->ready_head = rt->ready_tail = NULL;
   while (batch) {
@@ -231,12 +234,21 @@ int lash_runtime_step_from(lash_runtime *rt, int timeout_ms, lua_State *from) {
     t->next_ready = NULL;
     t->in_ready = 0;
     lash_task_resume(t, from);
+    if (batch && deadline && lash_now_ns() >= deadline) {
+      /* Out of time: the rest keep their place ahead of newcomers. */
+      lash_task *tail = batch;
+      while (tail->next_ready) tail = tail->next_ready;
+      tail->next_ready = rt->ready_head;
+      if (!rt->ready_head) rt->ready_tail = tail;
+      rt->ready_head = batch;
+      break;
+    }
   }
   return rt->ntasks > 0 || rt->ready_head != NULL;
 }
 
 int lash_runtime_step(lash_runtime *rt, int timeout_ms) {
-  return lash_runtime_step_from(rt, timeout_ms, rt->L);
+  return lash_runtime_step_from(rt, timeout_ms, rt->L, 0);
 }
 
 int lash_runtime_run(lash_runtime *rt) {

@@ -508,33 +508,13 @@ static void gc_pay(lash_State *S, uint64_t deadline) {
 
 /* ---- stepping ---------------------------------------------------------- */
 
-/* The frame-budgeted scheduler step (lash_runtime_step_from with a
-** deadline): wait for I/O at most timeout_ms (not at all when tasks are
-** ready), dispatch it, then resume the tasks that were ready, oldest first,
-** until the deadline. Tasks made ready meanwhile wait for the next step,
-** so one step never runs a task twice; tasks left over keep their place
-** at the head of the queue. */
+/* The frame-budgeted scheduler step: a runtime step that stops resuming
+** at the deadline (0: none), then keeps the host's fd readable (lash_fd)
+** while tasks are left ready. */
 static int step_budget(lash_runtime *rt, int timeout_ms, uint64_t deadline) {
-  lash_task *last, *t;
-  int rc;
-  if (rt->ready_head) timeout_ms = 0;
-  /* Nothing could ever wake an unbounded wait: don't block forever. */
-  else if (timeout_ms < 0 && !lash_loop_alive(rt->loop)) timeout_ms = 0;
-  rc = lash_loop_run_once(rt->loop, timeout_ms);
-  if (rc < 0) return -1;
-  last = rt->ready_tail;
-  while ((t = rt->ready_head) != NULL) {
-    rt->ready_head = t->next_ready;
-    if (!rt->ready_head) rt->ready_tail = NULL;
-    t->next_ready = NULL;
-    t->in_ready = 0;
-    lash_task_resume(t, rt->L);
-    if (t == last) break;
-    if (deadline && lash_now_ns() >= deadline) break;
-  }
-  /* Left-over tasks: keep the host's fd readable (lash_fd). */
-  if (rt->ready_head) lash_loop_wake(rt->loop);
-  return rt->ntasks > 0 || rt->ready_head != NULL;
+  int rc = lash_runtime_step_from(rt, timeout_ms, rt->L, deadline);
+  if (rc >= 0 && rt->ready_head) lash_loop_wake(rt->loop);
+  return rc;
 }
 
 static int step_protected(lua_State *L) {

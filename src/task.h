@@ -60,7 +60,12 @@ struct lash_runtime {
 
 void lash_task_make_ready(lash_task *t);
 void lash_task_resume(lash_task *t, lua_State *from);
-int  lash_runtime_step_from(lash_runtime *rt, int timeout_ms, lua_State *from);
+/* One scheduler step: wait for I/O at most timeout_ms (not at all when
+** tasks are ready), dispatch it, resume the tasks that were ready, oldest
+** first. deadline (lash_now_ns; 0: none) stops resuming early; the tasks
+** left keep their place at the head of the queue. */
+int  lash_runtime_step_from(lash_runtime *rt, int timeout_ms, lua_State *from,
+                            uint64_t deadline);
 int  lash_is_error(lua_State *L, int idx, const char *kind);
 /* Cancel every live task and give them a bounded time to unwind. */
 void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms);
