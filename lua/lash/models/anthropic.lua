@@ -249,8 +249,7 @@ local function new_stream(self, on_text)
         if raw == "" then
           p.args = b.input or {}
         else
-          local v = json.try_decode(raw)
-          if type(v) == "table" and not json.is_array(v) and v[1] == nil then p.args = v else p.args_json = raw end
+          models.set_call_args(p, raw)
         end
         parts[#parts + 1] = p
       end

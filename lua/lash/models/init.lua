@@ -279,6 +279,15 @@ function M.send(model, req, provider, headers, new_stream)
   return model:parse(resp_body)
 end
 
+--- Set a tool-call part's arguments from the JSON text a model streamed:
+-- `args` when it decodes to an object, else `args_json` with the raw text
+-- (the tool then reports malformed arguments to the model).
+function M.set_call_args(part, raw)
+  local v = json.try_decode(raw)
+  if type(v) == "table" and not json.is_array(v) and v[1] == nil then part.args = v else part.args_json = raw end
+  return part
+end
+
 --- Empty usage counters.
 function M.usage()
   return { input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0 }

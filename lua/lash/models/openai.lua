@@ -141,8 +141,7 @@ local function call_part(id, name, arguments, index)
   if arguments == nil or arguments == "" or arguments == json.null then
     p.args = {}
   else
-    local v = json.try_decode(arguments)
-    if type(v) == "table" and not json.is_array(v) and v[1] == nil then p.args = v else p.args_json = arguments end
+    models.set_call_args(p, arguments)
   end
   return p
 end
