@@ -890,7 +890,7 @@ void lashE_shutdown(lash_State *S, int grace_ms) {
       going = 0;
       for (run = S->runs; run; run = run->next)
         if (!finished(run)) going = 1;
-      if (going && !rt->ready_head && !lash_loop_alive(rt->loop)) break;
+      if (going && lash_runtime_stuck(rt)) break;
     }
   }
   if (S->handle) {

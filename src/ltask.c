@@ -328,7 +328,7 @@ void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms) {
     if (now >= deadline) break;
     left = (int)((deadline - now) / 1000000u);
     if (lash_runtime_step(rt, left < 50 ? left : 50) < 0) break;
-    if (!rt->ready_head && !lash_loop_alive(rt->loop)) break;
+    if (lash_runtime_stuck(rt)) break;
   }
 }
 

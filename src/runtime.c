@@ -201,7 +201,7 @@ int lash_wait_yield(lua_State *L, lash_wait *w, lua_KContext ctx,
       abandon(w);
       return luaL_error(L, "lash: event loop failure");
     }
-    if (!w->done && !rt->ready_head && !lash_loop_alive(rt->loop)) {
+    if (!w->done && lash_runtime_stuck(rt)) {
       abandon(w);
       return lash_error_raise(L, "deadlock",
                               "waiting for something that can no longer "
@@ -255,7 +255,7 @@ int lash_runtime_run(lash_runtime *rt) {
   int rc;
   if (rt->ntasks == 0) return 0;
   while ((rc = lash_runtime_step(rt, -1)) > 0) {
-    if (!rt->ready_head && !lash_loop_alive(rt->loop)) {
+    if (lash_runtime_stuck(rt)) {
       lash_runtime_log(rt, LASH_LOG_WARN,
                        "%d task(s) wait for something that can no longer "
                        "happen; giving up on them", rt->ntasks);

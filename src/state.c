@@ -589,7 +589,7 @@ int lash_run(lash_State *S) {
   if ((rc = lashS_check(S, "lash_run")) != LASH_OK) return rc;
   while ((rc = lash_step(S, -1)) > 0) {
     rt = runtime_of(S);
-    if (rt && !rt->ready_head && !lash_loop_alive(rt->loop)) {
+    if (rt && lash_runtime_stuck(rt)) {
       set_err(S, "lash_run: tasks wait for something that can no longer happen "
                  "(a host tool call or an approval nobody answers?)");
       return LASH_ERUN;

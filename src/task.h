@@ -58,6 +58,12 @@ struct lash_runtime {
   int log_is_default;     /* stderr: filter debug/info by LASH_LOG */
 };
 
+/* No task is ready and nothing the loop watches (fd, timer, child,
+** transfer) could make one ready: tasks still waiting wait forever. */
+static inline int lash_runtime_stuck(const lash_runtime *rt) {
+  return !rt->ready_head && !lash_loop_alive(rt->loop);
+}
+
 void lash_task_make_ready(lash_task *t);
 void lash_task_resume(lash_task *t, lua_State *from);
 /* One scheduler step: wait for I/O at most timeout_ms (not at all when
