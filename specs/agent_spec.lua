@@ -25,8 +25,10 @@ local add = lash.tool { name = "add", description = "Add two integers.",
 
 describe("lash.agent definitions", function()
   it("refuses unknown fields and bad values", function()
-    assert.has_error(function() lash.agent { modle = "test" } end)
-    local ok, err = pcall(lash.agent, { model = "test", retries = -1 })
+    local ok, err = pcall(lash.agent, { modle = "test" })
+    assert.is_false(ok)
+    assert.matches("lash.agent: unknown field 'modle' %(known fields: .*model,", err)
+    ok, err = pcall(lash.agent, { model = "test", retries = -1 })
     assert.is_false(ok)
     assert.matches("field 'retries' must be an integer >= 0", err)
     ok, err = pcall(lash.agent, { model = "test", limits = { max_stepz = 1 } })
@@ -37,7 +39,9 @@ describe("lash.agent definitions", function()
 
   it("refuses unknown run options", function()
     local agent = lash.agent { model = "test" }
-    assert.has_error(function() agent:run("hi", { histroy = {} }) end)
+    local ok, err = pcall(agent.run, agent, "hi", { histroy = {} })
+    assert.is_false(ok)
+    assert.matches("agent:run: unknown field 'histroy' %(known fields: .*history,", err)
   end)
 end)
 

@@ -125,8 +125,13 @@ describe("lash.filter_tools", function()
   end)
 
   it("needs exactly one of keep and drop", function()
-    assert.has_error(function() lash.filter_tools { capability = cap } end)
-    assert.has_error(function() lash.filter_tools { capability = cap, keep = {}, drop = {} } end)
+    local msg = "give exactly one of 'keep' or 'drop'"
+    local ok, err = pcall(lash.filter_tools, { capability = cap })
+    assert.is_false(ok)
+    assert.matches(msg, err, 1, true)
+    ok, err = pcall(lash.filter_tools, { capability = cap, keep = {}, drop = {} })
+    assert.is_false(ok)
+    assert.matches(msg, err, 1, true)
   end)
 end)
 
