@@ -377,27 +377,25 @@ static int l_spawn(lua_State *L) {
   return 1;
 }
 
-/*** Wait for the task; return its results or re-raise its error.
-@function task:join */
-static int l_task_join(lua_State *L) {
+/* join and wait: mark the task joined and wait on its result future. */
+static int task_wait_result(lua_State *L, int raise, const char *self_error) {
   lash_task *t = check_task(L, 1);
-  if (t->co == L)
-    return luaL_error(L, "a task cannot join itself (it would wait forever)");
+  if (t->co == L) return luaL_error(L, "%s", self_error);
   t->joined = 1;
   lua_settop(L, 1);
   lua_getiuservalue(L, 1, 2);
-  return future_wait_at(L, 2, 1);
+  return future_wait_at(L, 2, raise);
+}
+
+/*** Wait for the task; return its results or re-raise its error.
+@function task:join */
+static int l_task_join(lua_State *L) {
+  return task_wait_result(L, 1, "a task cannot join itself (it would wait forever)");
 }
 
 /*** Like join, but returns true, results... / false, err instead of raising. */
 static int l_task_wait(lua_State *L) {
-  lash_task *t = check_task(L, 1);
-  if (t->co == L)
-    return luaL_error(L, "a task cannot wait for itself (it would wait forever)");
-  t->joined = 1;
-  lua_settop(L, 1);
-  lua_getiuservalue(L, 1, 2);
-  return future_wait_at(L, 2, 0);
+  return task_wait_result(L, 0, "a task cannot wait for itself (it would wait forever)");
 }
 
 /*** Cancel the task: its current (or next) wait raises {kind="cancelled"}.
