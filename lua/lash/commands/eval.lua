@@ -25,14 +25,11 @@ function M.main(args, cli)
   lash.run()
   for i = 1, results.n do
     local v = results[i]
-    if type(v) == "table" and lash.core and getmetatable(v) == nil then
-      local ok, cjson = pcall(require, "cjson")
-      if ok then
-        local okj, s = pcall(cjson.encode, v)
-        if okj then
-          v = s
-        end
-      end
+    -- Plain tables print as JSON; one that cannot be encoded (a function
+    -- inside, a cycle) prints as Lua would.
+    if type(v) == "table" and getmetatable(v) == nil then
+      local ok, s = pcall(require("cjson").encode, v)
+      if ok then v = s end
     end
     cli.out(tostring(v), i < results.n and "\t" or "\n")
   end
