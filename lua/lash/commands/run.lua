@@ -152,7 +152,7 @@ function M.main(args, cli)
     if type(e) == "table" and e.kind then
       local msg = "lash run: " .. tostring(e.kind) .. ": " .. tostring(e.message) .. "\n"
       if e.traceback and e.kind == "tool" then msg = msg .. tostring(e.traceback) .. "\n" end
-      if o.json then cli.err(msg) else cli.err(msg) end
+      cli.err(msg)
     else
       cli.err("lash run: ", tostring(e), "\n")
     end
