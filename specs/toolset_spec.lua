@@ -50,6 +50,16 @@ describe("lash.toolset", function()
   end)
 end)
 
+describe("lash.capability", function()
+  it("blames the caller's line for bad instructions", function()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local ok, err = pcall(function() lash.capability { name = "c", instructions = { "a", 5 } } end)
+    assert.is_false(ok)
+    assert.equal("specs/toolset_spec.lua:" .. line .. ": lash.capability 'c': instructions[2] must be a string "
+      .. "or a function(ctx), got number", err)
+  end)
+end)
+
 describe("tool name clashes", function()
   it("fail before the first model call with both toolsets named", function()
     local called = false

@@ -117,20 +117,6 @@ local function check_limits(who, limits, level)
   end
 end
 
-local function check_instructions(who, v, level)
-  local t = type(v)
-  if v == nil or t == "string" or t == "function" then return end
-  if t == "table" then
-    for i, x in ipairs(v) do
-      if type(x) ~= "string" and type(x) ~= "function" then
-        error(who .. ": instructions[" .. i .. "] must be a string or a function(ctx), got " .. type(x), level + 1)
-      end
-    end
-    return
-  end
-  error(who .. ": 'instructions' must be a string, a function(ctx) or a list of them, got " .. t, level + 1)
-end
-
 --- Define an agent.
 -- @tparam table def `model` (see lash.models.resolve; may be overridden per
 --   run), `instructions` (string template, function(ctx), or a list),
@@ -147,7 +133,7 @@ function M.new(def)
   if getmetatable(def) == Agent then return def end
   if type(def) ~= "table" then error("lash.agent: expected a table, got " .. type(def), 2) end
   check_fields("lash.agent", def, AGENT_FIELDS, 2)
-  check_instructions("lash.agent", def.instructions, 2)
+  capability.check_instructions("lash.agent", def.instructions, 2)
   local tt = def.tool_timeout
   if tt ~= nil and not (tt > 0 and tt < math.huge) then
     error("lash.agent: field 'tool_timeout' must be a positive number of seconds, got " .. tostring(tt), 2)

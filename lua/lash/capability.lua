@@ -30,18 +30,21 @@ local FIELDS = { name = "string", description = "string", instructions = true, t
                  toolsets = "table", open = "function", close = "function", for_run = "function" }
 local FIELD_LIST = "name, description, instructions, tools, toolsets, open, close, for_run"
 
-local function check_instructions(v, who)
+--- Raise `who: ...` unless `v` is nil, a string, a function(ctx) or a
+-- list of them (the `instructions` field of agents and capabilities).
+-- @int level the error level, as for `error`, of the function checking
+function M.check_instructions(who, v, level)
   local t = type(v)
   if v == nil or t == "string" or t == "function" then return end
   if t == "table" then
     for i, x in ipairs(v) do
       if type(x) ~= "string" and type(x) ~= "function" then
-        error(who .. ": instructions[" .. i .. "] must be a string or a function(ctx), got " .. type(x), 4)
+        error(who .. ": instructions[" .. i .. "] must be a string or a function(ctx), got " .. type(x), level + 1)
       end
     end
     return
   end
-  error(who .. ": 'instructions' must be a string, a function(ctx) or a list of them, got " .. t, 4)
+  error(who .. ": 'instructions' must be a string, a function(ctx) or a list of them, got " .. t, level + 1)
 end
 
 --- Normalise instructions to a list of strings and functions.
@@ -70,7 +73,7 @@ function M.new(def)
   end
   local name = def.name or "capability"
   local who = "lash.capability '" .. name .. "'"
-  check_instructions(def.instructions, who)
+  M.check_instructions(who, def.instructions, 2)
   local sets = {}
   if def.tools ~= nil or def.open or def.close then
     sets[1] = toolset.new { name = name, tools = def.tools, open = def.open, close = def.close }
