@@ -184,6 +184,15 @@ static void push_shaped(lua_State *L, const char *text, const lash_trunc *t) {
   luaL_pushresultsize(&b, lash_trunc_render(text, t, dst));
 }
 
+/* truncate and truncate_info: (text, opts) -> the cut of text. */
+static const char *truncate_args(lua_State *L, size_t *len, lash_trunc *t) {
+  const char *text = luaL_checklstring(L, 1, len);
+  lash_trunc_opts o;
+  check_trunc_opts(L, 2, &o);
+  lash_truncate(text, *len, &o, t);
+  return text;
+}
+
 /// Shape text for the model: keep whole lines within `max_lines` and
 // `max_bytes` from the end ("tail") or the start ("head"), with the
 // harness's markers (see output.h for the exact rules and texts).
@@ -196,11 +205,8 @@ static void push_shaped(lua_State *L, const char *text, const lash_trunc *t) {
 // @treturn boolean whether it carries a marker
 static int l_truncate(lua_State *L) {
   size_t len;
-  const char *text = luaL_checklstring(L, 1, &len);
-  lash_trunc_opts o;
   lash_trunc t;
-  check_trunc_opts(L, 2, &o);
-  lash_truncate(text, len, &o, &t);
+  const char *text = truncate_args(L, &len, &t);
   if (!t.marked && t.body_off == 0 && t.body_len == len) lua_pushvalue(L, 1);
   else push_shaped(L, text, &t);
   lua_pushboolean(L, t.marked);
@@ -215,11 +221,8 @@ static int l_truncate(lua_State *L) {
 //   without marker, lines the number of lines kept, text the rendered result
 static int l_truncate_info(lua_State *L) {
   size_t len;
-  const char *text = luaL_checklstring(L, 1, &len);
-  lash_trunc_opts o;
   lash_trunc t;
-  check_trunc_opts(L, 2, &o);
-  lash_truncate(text, len, &o, &t);
+  const char *text = truncate_args(L, &len, &t);
   lua_createtable(L, 0, 6);
   lua_pushlstring(L, text + t.body_off, t.body_len);
   lua_setfield(L, -2, "body");
