@@ -36,8 +36,10 @@ end
 describe("lash.toolset", function()
   it("refuses unknown fields and non-tools", function()
     assert.has_error(function() lash.toolset { name = "x", tols = {} } end,
-      "lash.toolset: unknown field 'tols' (known fields: name, tools, open, close, for_run, description)")
-    assert.has_error(function() lash.toolset { name = "x", tools = { 5 } } end)
+      "lash.toolset: unknown field 'tols' (known fields: close, description, for_run, name, open, tools)")
+    local ok, err = pcall(lash.toolset, { name = "x", tools = { 5 } })
+    assert.is_false(ok)
+    assert.matches("lash.toolset 'x': tools[1] must be a lash.tool or a tool table, got number", err, 1, true)
   end)
 
   it("accepts plain tool tables and dynamic tool lists", function()

@@ -95,17 +95,6 @@ local function sorted_keys(t)
   return table.concat(out, ", ")
 end
 
-local function check_fields(who, t, spec, level)
-  for k, v in pairs(t) do
-    local want = spec[k]
-    if want == nil then
-      error(who .. ": unknown field '" .. tostring(k) .. "' (known fields: " .. sorted_keys(spec) .. ")", level + 1)
-    elseif want ~= true and type(v) ~= want then
-      error(who .. ": field '" .. k .. "' must be a " .. want .. ", got " .. type(v), level + 1)
-    end
-  end
-end
-
 local function check_limits(who, limits, level)
   for k, v in pairs(limits) do
     if not LIMIT_KEYS[k] then
@@ -132,7 +121,7 @@ end
 function M.new(def)
   if getmetatable(def) == Agent then return def end
   if type(def) ~= "table" then error("lash.agent: expected a table, got " .. type(def), 2) end
-  check_fields("lash.agent", def, AGENT_FIELDS, 2)
+  toolset.check_fields("lash.agent", def, AGENT_FIELDS, 2)
   capability.check_instructions("lash.agent", def.instructions, 2)
   local tt = def.tool_timeout
   if tt ~= nil and not (tt > 0 and tt < math.huge) then
@@ -248,7 +237,7 @@ end
 local function new_run(agent, prompt, opts)
   opts = opts or {}
   if type(opts) ~= "table" then error("agent:run: options must be a table, got " .. type(opts), 3) end
-  check_fields("agent:run", opts, RUN_OPTS, 3)
+  toolset.check_fields("agent:run", opts, RUN_OPTS, 3)
   if prompt ~= nil and type(prompt) ~= "string" then
     error("agent:run: the prompt must be a string (or nil to resume), got " .. type(prompt), 3)
   end

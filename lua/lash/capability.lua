@@ -28,7 +28,6 @@ M.Capability = Capability
 
 local FIELDS = { name = "string", description = "string", instructions = true, tools = true,
                  toolsets = "table", open = "function", close = "function", for_run = "function" }
-local FIELD_LIST = "name, description, instructions, tools, toolsets, open, close, for_run"
 
 --- Raise `who: ...` unless `v` is nil, a string, a function(ctx) or a
 -- list of them (the `instructions` field of agents and capabilities).
@@ -63,14 +62,7 @@ end
 -- @treturn Capability
 function M.new(def)
   if type(def) ~= "table" then error("lash.capability: expected a table, got " .. type(def), 2) end
-  for k, v in pairs(def) do
-    local want = FIELDS[k]
-    if want == nil then
-      error("lash.capability: unknown field '" .. tostring(k) .. "' (known fields: " .. FIELD_LIST .. ")", 2)
-    elseif want ~= true and type(v) ~= want then
-      error("lash.capability: field '" .. k .. "' must be a " .. want .. ", got " .. type(v), 2)
-    end
-  end
+  toolset.check_fields("lash.capability", def, FIELDS, 2)
   local name = def.name or "capability"
   local who = "lash.capability '" .. name .. "'"
   M.check_instructions(who, def.instructions, 2)
