@@ -31,10 +31,18 @@ describe("openai model options", function()
     assert.is_nil(m.key)
   end)
 
+  it("needs a model name", function()
+    local ok, err = pcall(openai.new, "", { base_url = "http://x" })
+    assert.is_false(ok)
+    assert.equal("config", err.kind)
+    assert.equal("openai: no model name; write openai:<model>, e.g. openai:gpt-4.1", err.message)
+  end)
+
   it("refuses unknown options", function()
     local ok, err = pcall(openai.new, "x", { base_url = "http://x", api_kye = "k" })
     assert.is_false(ok)
-    assert.equal("openai: unknown model option 'api_kye'", err.message)
+    assert.equal("openai: unknown model option 'api_kye' (known: api_key, base_url, headers, max_retries, "
+      .. "max_retry_delay, retry_delay, stream, timeout)", err.message)
   end)
 end)
 

@@ -40,14 +40,7 @@ local OPTIONS = { api_key = true, base_url = true, max_tokens = true, timeout = 
 -- @tparam[opt] table opts
 function M.new(name, opts)
   opts = opts or {}
-  for k in pairs(opts) do
-    if not OPTIONS[k] then
-      error(require("lash").error("config", "anthropic: unknown model option '" .. tostring(k) .. "'"), 0)
-    end
-  end
-  if name == nil or name == "" then
-    error(require("lash").error("config", "anthropic: no model name; write anthropic:<model>, e.g. anthropic:claude-sonnet-4-6"), 0)
-  end
+  models.check_options("anthropic", opts, OPTIONS, name, "claude-sonnet-4-6")
   local key = models.api_key(opts, "ANTHROPIC_API_KEY", "anthropic", name)
   local base = opts.base_url or os.getenv("ANTHROPIC_BASE_URL")
   if base == nil or base == "" then base = M.DEFAULT_BASE_URL end

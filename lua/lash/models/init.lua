@@ -86,6 +86,29 @@ function M.resolve(spec, opts)
   return require(modname).new(name, opts)
 end
 
+--- Check a provider's model options and name; raise a `config` error that
+-- names the known options, or shows how to write the model, when wrong.
+-- @tparam string provider e.g. "openai"
+-- @tparam table opts the options given
+-- @tparam table known set of option names the provider takes
+-- @tparam string name the model id after `provider:`
+-- @tparam string example a model id to show, e.g. "gpt-4.1"
+function M.check_options(provider, opts, known, name, example)
+  for k in pairs(opts) do
+    if not known[k] then
+      local names = {}
+      for n in pairs(known) do names[#names + 1] = n end
+      table.sort(names)
+      error(model_error("config", provider .. ": unknown model option '" .. tostring(k) .. "' (known: "
+        .. table.concat(names, ", ") .. ")"), 0)
+    end
+  end
+  if name == nil or name == "" then
+    error(model_error("config", provider .. ": no model name; write " .. provider .. ":<model>, e.g. "
+      .. provider .. ":" .. example), 0)
+  end
+end
+
 --- Read an API key from opts or the environment; raise a clear `config`
 -- error when missing.
 function M.api_key(opts, env_name, provider, model_name)

@@ -30,21 +30,12 @@ M.DEFAULT_BASE_URL = "https://api.openai.com/v1"
 local OPTIONS = { api_key = true, base_url = true, timeout = true, max_retries = true, retry_delay = true,
                   max_retry_delay = true, headers = true, stream = true }
 
-local function config_error(msg)
-  return require("lash").error("config", msg)
-end
-
 --- Make an OpenAI-compatible model.
 -- @tparam string name the model id ("gpt-4.1", "llama3.2", ...)
 -- @tparam[opt] table opts
 function M.new(name, opts)
   opts = opts or {}
-  for k in pairs(opts) do
-    if not OPTIONS[k] then error(config_error("openai: unknown model option '" .. tostring(k) .. "'"), 0) end
-  end
-  if name == nil or name == "" then
-    error(config_error("openai: no model name; write openai:<model>, e.g. openai:gpt-4.1"), 0)
-  end
+  models.check_options("openai", opts, OPTIONS, name, "gpt-4.1")
   local base = opts.base_url or os.getenv("OPENAI_BASE_URL")
   if base == nil or base == "" then base = M.DEFAULT_BASE_URL end
   local official = base:find("^https://api%.openai%.com") ~= nil
