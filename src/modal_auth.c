@@ -251,6 +251,7 @@ static char *read_file_text(const char *path, size_t *n, int *err_no) {
   size_t cap = 4096, len = 0;
   char *s = malloc(cap);
   size_t r;
+  if (!s) *err_no = ENOMEM;
   while (s && (r = fread(s + len, 1, cap - len, f)) > 0) {
     len += r;
     if (len == cap) {
@@ -259,6 +260,12 @@ static char *read_file_text(const char *path, size_t *n, int *err_no) {
       if (!t) { free(s); s = NULL; *err_no = ENOMEM; break; }
       s = t;
     }
+  }
+  /* A read error (the path is a directory: EISDIR) is not an empty file. */
+  if (s && ferror(f)) {
+    *err_no = errno ? errno : EIO;
+    free(s);
+    s = NULL;
   }
   fclose(f);
   *n = len;
