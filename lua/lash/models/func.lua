@@ -16,7 +16,6 @@
 -- reaches the tool as malformed arguments, as a real model's would).
 -- Without `usage`, tokens are estimated from word counts.
 -- @module lash.models.func
-local json = require "lash.json"
 local models = require "lash.models"
 
 local M = {}
@@ -64,12 +63,7 @@ local function tool_call_part(c, i, step)
   local part = { type = "tool_call", id = c.id or string.format("call_%d_%d", step, i), name = c.name }
   local args = c.args
   if type(args) == "string" then
-    local v = json.try_decode(args)
-    if type(v) == "table" and v[1] == nil and not json.is_array(v) then
-      part.args = v
-    else
-      part.args_json = args
-    end
+    models.set_call_args(part, args)
   elseif args == nil then
     part.args = {}
   elseif type(args) == "table" then
