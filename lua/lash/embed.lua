@@ -40,7 +40,12 @@ local RUN_OPTIONS = {
   values = "object", limits = "object", model = true, model_settings = "object",
   stream = "boolean", deps = true, history = "array", approvals = "object", approval = "string",
 }
-local RUN_OPTION_LIST = "approval, approvals, deps, history, limits, model, model_settings, stream, values"
+local RUN_OPTION_LIST do
+  local names = {}
+  for k in pairs(RUN_OPTIONS) do names[#names + 1] = k end
+  table.sort(names)
+  RUN_OPTION_LIST = table.concat(names, ", ")
+end
 
 local function json_type(v)
   local t = type(v)
@@ -109,7 +114,7 @@ local function encode_event(ev)
                        error = "this event could not be encoded as JSON" }
 end
 
-local repair = lash.output and lash.output.utf8_repair
+local repair = lash.output.utf8_repair
 
 --- Make the embedding instance of one lash_State.
 -- @tparam table core the C functions of src/embed.c for that state
@@ -180,7 +185,7 @@ function M.new(core)
                          { tool = name }), 0)
       end
       local kind, text = core.call_tool(tud, crun, ctx.tool_call_id, name, json.encode(args))
-      if repair then text = repair(text) end
+      text = repair(text)
       if kind == "return" then return text end
       if kind == "retry" then error(lash.error("retry", text), 0) end
       error(lash.error("tool", "Tool '" .. name .. "' failed: " .. text, { tool = name }), 0)
