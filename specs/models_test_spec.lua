@@ -109,6 +109,18 @@ describe("the function model", function()
   end)
 end)
 
+describe("offline token estimates", function()
+  it("count the words of instructions, history and answer", function()
+    local a = lash.agent { model = function() return "one two" end, instructions = "Be brief." }
+    local res = a:run("hello there world")
+    assert.equal(5, res.usage.input_tokens)
+    assert.equal(2, res.usage.output_tokens)
+    local t = lash.agent { model = "test", instructions = "Be brief." }:run("hello there world")
+    assert.equal(55, t.usage.input_tokens)
+    assert.equal(4, t.usage.output_tokens)  -- "success (no tool calls)"
+  end)
+end)
+
 describe("models.resolve", function()
   it("knows the providers and explains an unknown one", function()
     local ok, err = pcall(models.resolve, "gemini:pro")

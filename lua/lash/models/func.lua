@@ -113,13 +113,9 @@ function Model:request(req)
     end
   end
   if not resp.usage then
-    local n_in = 0
-    for _, m in ipairs(req.messages) do
-      for _, p in ipairs(m.parts or {}) do n_in = n_in + models.estimate_tokens(p.text or p.content or "") end
-    end
     local n_out = 0
     for _, p in ipairs(resp.parts) do n_out = n_out + models.estimate_tokens(p.text or p.name or "") end
-    resp.usage = { input_tokens = n_in + models.estimate_tokens(req.instructions or ""), output_tokens = n_out }
+    resp.usage = { input_tokens = models.estimate_input_tokens(req.messages, req.instructions), output_tokens = n_out }
   end
   local u = resp.usage
   u.input_tokens = u.input_tokens or 0

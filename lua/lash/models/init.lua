@@ -323,4 +323,14 @@ function M.estimate_tokens(s)
   return n
 end
 
+--- The same estimate for a request's input: the instructions and the text
+-- of every message part.
+function M.estimate_input_tokens(messages, instructions)
+  local n = M.estimate_tokens(instructions or "")
+  for _, m in ipairs(messages) do
+    for _, p in ipairs(m.parts or {}) do n = n + M.estimate_tokens(p.text or p.content or "") end
+  end
+  return n
+end
+
 return M

@@ -95,16 +95,6 @@ local function count_assistant(messages)
   return n
 end
 
-local function estimate(messages, instructions)
-  local n = 50 + models.estimate_tokens(instructions or "")
-  for _, m in ipairs(messages) do
-    for _, p in ipairs(m.parts or {}) do
-      n = n + models.estimate_tokens(p.text or p.content or "")
-    end
-  end
-  return n
-end
-
 local function respond(self, req)
   local msgs = req.messages
   local last = msgs[#msgs]
@@ -171,7 +161,8 @@ function Model:request(req)
       end
     end
   end
-  resp.usage = { input_tokens = estimate(req.messages, req.instructions),
+  -- 50 stands for the request's fixed framing (tool definitions, roles)
+  resp.usage = { input_tokens = 50 + models.estimate_input_tokens(req.messages, req.instructions),
                  output_tokens = models.estimate_tokens(table.concat(out_text, " ")),
                  cache_read_tokens = 0, cache_write_tokens = 0 }
   resp.provider_finish = resp.finish
