@@ -423,7 +423,9 @@ static void set_headers(lua_State *L, http_op *op, int has_body) {
                    "got %s", luaL_typename(L, -2));
       name = lua_tolstring(L, -2, &nl);
       if (!is_token(name, nl))
-        luaL_error(L, "lash.http.request: invalid header name '%s'", name);
+        luaL_error(L, "lash.http.request: invalid header name '%s' (an HTTP "
+                   "token: letters, digits and !#$%%&'*+-.^_`|~, no spaces "
+                   "or colons)", name);
       if (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER)
         luaL_error(L, "lash.http.request: header '%s' must be a string or "
                    "number, got %s", name, luaL_typename(L, -1));
@@ -523,7 +525,8 @@ static void configure(lua_State *L, http_op *op) {
   https = strncasecmp(url, "https:", 6) == 0;
   method = o.method;
   if (method && !is_token(method, o.method_len))
-    luaL_error(L, "lash.http.request: invalid method '%s'", method);
+    luaL_error(L, "lash.http.request: invalid method '%s' (an HTTP token "
+                  "such as GET, POST or PATCH: no spaces)", method);
   if (!method) method = o.body ? "POST" : "GET";
 
   curl_easy_setopt(e, CURLOPT_URL, url);
