@@ -143,9 +143,10 @@ describe("a run", function()
     assert.equal("success (no tool calls)", agent:run("hi", { model = "test" }).output)
   end)
 
-  it("fails before any request when the API key is missing", function()
+  -- with a key in the environment there is nothing to check: say so rather than pass
+  local it_without_key = os.getenv("ANTHROPIC_API_KEY") and pending or it
+  it_without_key("fails before any request when the API key is missing", function()
     local agent = lash.agent { model = { "anthropic:claude-sonnet-4-6", base_url = "http://127.0.0.1:9" } }
-    if os.getenv("ANTHROPIC_API_KEY") then return end
     local ok, err = pcall(agent.run, agent, "hi")
     assert.is_false(ok)
     assert.is_true(lash.is_error(err, "config"))

@@ -34,8 +34,9 @@ describe_or_skip("anthropic model", function()
     return lash.agent(def)
   end
 
-  it("needs a key before any request", function()
-    if os.getenv("ANTHROPIC_API_KEY") then return end
+  -- with a key in the environment there is nothing to check: say so rather than pass
+  local it_without_key = os.getenv("ANTHROPIC_API_KEY") and pending or it
+  it_without_key("needs a key before any request", function()
     srv:script("text")
     local a = lash.agent { model = { MODEL, base_url = srv.base } }
     local ok, err = pcall(a.run, a, "hi")

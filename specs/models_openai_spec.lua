@@ -17,8 +17,9 @@ local helpers_events = require "helpers.events"
 local collector, of_type = helpers_events.collector, helpers_events.of_type
 
 describe("openai model options", function()
-  it("needs a key for the official API", function()
-    if os.getenv("OPENAI_API_KEY") or os.getenv("OPENAI_BASE_URL") then return end
+  -- with a key or base URL in the environment there is nothing to check: say so rather than pass
+  local it_without_key = (os.getenv("OPENAI_API_KEY") or os.getenv("OPENAI_BASE_URL")) and pending or it
+  it_without_key("needs a key for the official API", function()
     local ok, err = pcall(openai.new, "gpt-4.1", {})
     assert.is_false(ok)
     assert.equal("OPENAI_API_KEY is not set: export it (or pass api_key = ... in the model options) to use "
