@@ -275,6 +275,7 @@ static lash_State *new_state(const lash_Options *opts) {
   S->log = opts->log;
   S->log_ud = opts->log_ud;
   S->glue_ref = LUA_NOREF;
+  S->gc_step = (size_t)1 << GC_DEFAULT_STEPSIZE;
   return S;
 }
 
@@ -319,7 +320,6 @@ lash_State *lash_open(const lash_Options *opts) {
     return NULL;
   }
   lua_atpanic(S->L, NULL);
-  S->gc_step = (size_t)1 << GC_DEFAULT_STEPSIZE;
   finish_open(S, opts, 0);
   return S;
 }
@@ -333,7 +333,6 @@ lash_State *lash_attach(lua_State *L, const lash_Options *opts) {
   }
   if (!(S = new_state(opts))) return NULL;
   S->attached = 1;
-  S->gc_step = (size_t)1 << GC_DEFAULT_STEPSIZE;
   if (!L) {
     set_err(S, "lash_attach: NULL lua_State");
     S->failed = LASH_EARG;
