@@ -120,16 +120,19 @@ local function check_object(v, s, path, errs)
   end
 end
 
+-- A count `n` against `lo`/`hi` (either may be nil); `fmt` takes "least"
+-- or "most", the bound, a plural "s" or "", and `n`.
+local function check_count(n, lo, hi, fmt, path, errs)
+  local function bad(word, bound)
+    errs[#errs + 1] = { path = path, message = string.format(fmt, word, bound, bound == 1 and "" or "s", n) }
+  end
+  if lo and n < lo then bad("least", lo) end
+  if hi and n > hi then bad("most", hi) end
+end
+
 local function check_array(v, s, path, errs)
   local n = #v
-  if s.minItems and n < s.minItems then
-    errs[#errs + 1] = { path = path, message = string.format(
-      "must have at least %d item%s, got %d", s.minItems, s.minItems == 1 and "" or "s", n) }
-  end
-  if s.maxItems and n > s.maxItems then
-    errs[#errs + 1] = { path = path, message = string.format(
-      "must have at most %d item%s, got %d", s.maxItems, s.maxItems == 1 and "" or "s", n) }
-  end
+  check_count(n, s.minItems, s.maxItems, "must have at %s %d item%s, got %d", path, errs)
   if type(s.items) == "table" then
     for i = 1, n do validate(v[i], s.items, join_path(path, i - 1), errs) end
   end
@@ -148,15 +151,7 @@ local function check_number(v, s, path, errs)
 end
 
 local function check_string(v, s, path, errs)
-  local n = utf8.len(v) or #v
-  if s.minLength and n < s.minLength then
-    errs[#errs + 1] = { path = path, message = string.format(
-      "must be at least %d character%s long, got %d", s.minLength, s.minLength == 1 and "" or "s", n) }
-  end
-  if s.maxLength and n > s.maxLength then
-    errs[#errs + 1] = { path = path, message = string.format(
-      "must be at most %d character%s long, got %d", s.maxLength, s.maxLength == 1 and "" or "s", n) }
-  end
+  check_count(utf8.len(v) or #v, s.minLength, s.maxLength, "must be at %s %d character%s long, got %d", path, errs)
 end
 
 local function deep_equal(a, b)
