@@ -493,24 +493,15 @@ lash_loop *lash_loop_new(void) {
   ** the cleanup in lash_loop_free, so each loop holds one reference. */
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return NULL;
   loop = calloc(1, sizeof *loop);
-  if (!loop) {
-    curl_global_cleanup();
-    return NULL;
-  }
+  if (!loop) goto fail;
   loop->epfd = epoll_create1(EPOLL_CLOEXEC);
-  if (loop->epfd < 0) {
-    free(loop);
-    curl_global_cleanup();
-    return NULL;
-  }
+  if (loop->epfd < 0) goto fail;
   lash_timer_init(&loop->curl_timer);
   loop->evfd = loop->tfd = -1;
   loop->multi = curl_multi_init();
   if (!loop->multi) {
     close(loop->epfd);
-    free(loop);
-    curl_global_cleanup();
-    return NULL;
+    goto fail;
   }
   curl_multi_setopt(loop->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb);
   curl_multi_setopt(loop->multi, CURLMOPT_SOCKETDATA, loop);
@@ -522,6 +513,10 @@ lash_loop *lash_loop_new(void) {
   ** concurrent sandbox commands). The server's SETTINGS still applies. */
   curl_multi_setopt(loop->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000L);
   return loop;
+fail:
+  free(loop);
+  curl_global_cleanup();
+  return NULL;
 }
 
 void lash_loop_free(lash_loop *loop) {
