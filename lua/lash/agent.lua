@@ -121,7 +121,7 @@ end
 function M.new(def)
   if getmetatable(def) == Agent then return def end
   if type(def) ~= "table" then error("lash.agent: expected a table, got " .. type(def), 2) end
-  toolset.check_fields("lash.agent", def, AGENT_FIELDS, 2)
+  tool.check_fields("lash.agent", def, AGENT_FIELDS, 2)
   capability.check_instructions("lash.agent", def.instructions, 2)
   local tt = def.tool_timeout
   if tt ~= nil and not (tt > 0 and tt < math.huge) then
@@ -237,7 +237,7 @@ end
 local function new_run(agent, prompt, opts)
   opts = opts or {}
   if type(opts) ~= "table" then error("agent:run: options must be a table, got " .. type(opts), 3) end
-  toolset.check_fields("agent:run", opts, RUN_OPTS, 3)
+  tool.check_fields("agent:run", opts, RUN_OPTS, 3)
   if prompt ~= nil and type(prompt) ~= "string" then
     error("agent:run: the prompt must be a string (or nil to resume), got " .. type(prompt), 3)
   end

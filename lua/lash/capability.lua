@@ -16,6 +16,7 @@
 -- `lash.prefix_tools{prefix="box", capability=c}`, `{{ tools.run_command }}`
 -- renders as `box_run_command`, so default instructions stay true.
 -- @module lash.capability
+local tool = require "lash.tool"
 local toolset = require "lash.toolset"
 local template = require "lash.template"
 
@@ -62,7 +63,7 @@ end
 -- @treturn Capability
 function M.new(def)
   if type(def) ~= "table" then error("lash.capability: expected a table, got " .. type(def), 2) end
-  toolset.check_fields("lash.capability", def, FIELDS, 2)
+  tool.check_fields("lash.capability", def, FIELDS, 2)
   local name = def.name or "capability"
   local who = "lash.capability '" .. name .. "'"
   M.check_instructions(who, def.instructions, 2)

@@ -31,7 +31,6 @@ local FIELDS = {
   handler = "function", retries = "number", requires_approval = true,
   timeout = "number", metadata = "table",
 }
-local FIELD_LIST = "name, description, parameters, handler, retries, requires_approval, timeout, metadata"
 
 local EMPTY_PARAMS = { type = "object", properties = {} }
 
@@ -44,6 +43,25 @@ local function fail(name, msg)
   error(who .. ": " .. msg, 3)
 end
 
+--- Raise `who: ...` for a field of `t` that `fields` does not know (the
+-- message lists the known ones) or whose type is not the one it names
+-- (`true` takes any type).
+-- @int level the error level, as for `error`, of the function checking
+function M.check_fields(who, t, fields, level)
+  for k, v in pairs(t) do
+    local want = fields[k]
+    if want == nil then
+      local known = {}
+      for name in pairs(fields) do known[#known + 1] = name end
+      table.sort(known)
+      error(who .. ": unknown field '" .. tostring(k) .. "' (known fields: " .. table.concat(known, ", ") .. ")",
+            level + 1)
+    elseif want ~= true and type(v) ~= want then
+      error(who .. ": field '" .. k .. "' must be a " .. want .. ", got " .. type(v), level + 1)
+    end
+  end
+end
+
 --- Is `name` acceptable to every provider? (1-64 of `[A-Za-z0-9_-]`)
 function M.valid_name(name)
   return type(name) == "string" and #name >= 1 and #name <= 64 and name:find("^[%w_%-]+$") ~= nil
@@ -52,14 +70,7 @@ end
 local function check_def(def)
   if type(def) ~= "table" then fail(nil, "expected a table, got " .. type(def)) end
   local name = def.name
-  for k, v in pairs(def) do
-    local want = FIELDS[k]
-    if want == nil then
-      fail(name, "unknown field '" .. tostring(k) .. "' (known fields: " .. FIELD_LIST .. ")")
-    elseif want ~= true and type(v) ~= want then
-      fail(name, "field '" .. k .. "' must be a " .. want .. ", got " .. type(v))
-    end
-  end
+  M.check_fields(name and ("lash.tool '" .. tostring(name) .. "'") or "lash.tool", def, FIELDS, 2)
   if not M.valid_name(name) then
     fail(name, "field 'name' must be 1-64 characters of letters, digits, '_' or '-', got "
       .. (type(name) == "string" and ("'" .. name .. "'") or type(name)))

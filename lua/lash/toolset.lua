@@ -26,25 +26,6 @@ M.Toolset = Toolset
 local FIELDS = { name = "string", tools = true, open = "function", close = "function",
                  for_run = "function", description = "string" }
 
---- Raise `who: ...` for a field of `t` that `fields` does not know (the
--- message lists the known ones) or whose type is not the one it names
--- (`true` takes any type).
--- @int level the error level, as for `error`, of the function checking
-function M.check_fields(who, t, fields, level)
-  for k, v in pairs(t) do
-    local want = fields[k]
-    if want == nil then
-      local known = {}
-      for name in pairs(fields) do known[#known + 1] = name end
-      table.sort(known)
-      error(who .. ": unknown field '" .. tostring(k) .. "' (known fields: " .. table.concat(known, ", ") .. ")",
-            level + 1)
-    elseif want ~= true and type(v) ~= want then
-      error(who .. ": field '" .. k .. "' must be a " .. want .. ", got " .. type(v), level + 1)
-    end
-  end
-end
-
 local function to_tools(list, where)
   local out = {}
   for i, t in ipairs(list) do
@@ -66,7 +47,7 @@ end
 -- @treturn Toolset
 function M.new(def)
   if type(def) ~= "table" then error("lash.toolset: expected a table, got " .. type(def), 2) end
-  M.check_fields("lash.toolset", def, FIELDS, 2)
+  tool.check_fields("lash.toolset", def, FIELDS, 2)
   local name = def.name or "toolset"
   local tools = def.tools or {}
   if type(tools) == "table" then
