@@ -150,9 +150,7 @@ static int b64val(int c) {
   return -1;
 }
 
-/* Base64 (standard or URL alphabet, padding optional). Returns the decoded
-** length, or -1. out must hold n * 3 / 4 + 3 bytes. */
-static long b64_decode(const char *in, size_t n, uint8_t *out) {
+long grpc_b64_decode(const char *in, size_t n, uint8_t *out) {
   uint32_t acc = 0;
   int bits = 0;
   long o = 0;
@@ -198,7 +196,7 @@ int grpc_parse_details(const char *b64, size_t n, double *retry_after,
   uint8_t *raw = malloc(n / 4 * 3 + 4);
   pb_arena *a = pb_arena_new();
   if (!raw || !a) goto out;
-  long len = b64_decode(b64, n, raw);
+  long len = grpc_b64_decode(b64, n, raw);
   if (len < 0) goto out;
   modal_RPCStatus st;
   pb_err err;

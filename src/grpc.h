@@ -113,6 +113,11 @@ size_t grpc_reader_pending(const grpc_reader *r);
 int grpc_parse_details(const char *b64, size_t n, double *retry_after,
                        char *msg, size_t msglen);
 
+/* Base64 (standard or URL alphabet, padding optional: header values and
+** JWT segments). Returns the decoded length, or -1. out must hold
+** n * 3 / 4 + 3 bytes. */
+long grpc_b64_decode(const char *in, size_t n, uint8_t *out);
+
 /* Decode a percent-encoded grpc-message into out (NUL-terminated). */
 void grpc_percent_decode(const char *in, size_t n, char *out, size_t outlen);
 

@@ -412,37 +412,16 @@ int modal_is_localhost(const char *url) {
   return 0;
 }
 
-static int b64url_val(int c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-' || c == '+') return 62;
-  if (c == '_' || c == '/') return 63;
-  return -1;
-}
-
 double modal_jwt_ttl(const char *jwt) {
   const char *a = strchr(jwt, '.');
   if (!a) return -1;
   const char *b = strchr(a + 1, '.');
   if (!b || b - a - 1 > 8192) return -1;
-  char payload[6200];
-  size_t n = 0;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (const char *p = a + 1; p < b && *p != '='; p++) {
-    int v = b64url_val((unsigned char)*p);
-    if (v < 0) return -1;
-    acc = acc << 6 | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      if (n + 1 >= sizeof payload) return -1;
-      payload[n++] = (char)(acc >> bits);
-    }
-  }
+  uint8_t payload[8192 * 3 / 4 + 4];  /* grpc_b64_decode's bound, and a NUL */
+  long n = grpc_b64_decode(a + 1, (size_t)(b - a - 1), payload);
+  if (n < 0) return -1;
   payload[n] = 0;
-  const char *k = strstr(payload, "\"exp\"");
+  const char *k = strstr((const char *)payload, "\"exp\"");
   if (!k) return -1;
   k += 5;
   while (*k == ' ' || *k == '\t') k++;
