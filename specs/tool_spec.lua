@@ -27,6 +27,18 @@ describe("lash.tool definitions", function()
       .. "parameters, requires_approval, retries, timeout)", err, 1, true)
   end)
 
+  it("blames the caller's line, not lash's", function()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local ok, err = pcall(function() lash.tool { name = "x", handler = noop, retries = "a" } end)
+    assert.is_false(ok)
+    assert.equal("specs/tool_spec.lua:" .. line .. ": lash.tool 'x': field 'retries' must be a number, got string", err)
+    line = debug.getinfo(1, "l").currentline + 1
+    ok, err = pcall(function() lash.tool { name = "x" } end)
+    assert.is_false(ok)
+    assert.equal("specs/tool_spec.lua:" .. line .. ": lash.tool 'x': field 'handler' is required (a function(ctx, args))",
+      err)
+  end)
+
   it("refuses bad names", function()
     assert.matches("field 'name' must be 1-64 characters of letters, digits, '_' or '-', got 'has space'",
                    def_error { name = "has space", handler = noop }, 1, true)

@@ -40,7 +40,7 @@ end
 
 local function fail(name, msg)
   local who = name and ("lash.tool '" .. tostring(name) .. "'") or "lash.tool"
-  error(who .. ": " .. msg, 3)
+  error(who .. ": " .. msg, 4)
 end
 
 --- Raise `who: ...` for a field of `t` that `fields` does not know (the
@@ -70,7 +70,7 @@ end
 local function check_def(def)
   if type(def) ~= "table" then fail(nil, "expected a table, got " .. type(def)) end
   local name = def.name
-  M.check_fields(name and ("lash.tool '" .. tostring(name) .. "'") or "lash.tool", def, FIELDS, 2)
+  M.check_fields(name and ("lash.tool '" .. tostring(name) .. "'") or "lash.tool", def, FIELDS, 3)
   if not M.valid_name(name) then
     fail(name, "field 'name' must be 1-64 characters of letters, digits, '_' or '-', got "
       .. (type(name) == "string" and ("'" .. name .. "'") or type(name)))
