@@ -56,16 +56,11 @@ lash_runtime *lash_runtime_open(lua_State *L) {
   rt->loop = lash_loop_new();
   if (!rt->loop) luaL_error(L, "lash: cannot create the event loop (epoll)");
   lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
-  lua_pushthread(L);
-  rt->L = lua_tothread(L, -1);  /* the thread that opened lash */
+  /* The main thread, not the one that opened lash: that one may be a
+  ** coroutine that ends, and tasks are resumed from rt->L. */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  rt->L = lua_tothread(L, -1);
   lua_pop(L, 1);
-  {
-    lua_State *main;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-    main = lua_tothread(L, -1);
-    lua_pop(L, 1);
-    rt->L = main;
-  }
   lua_newtable(L);
   rt->tasks_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_newtable(L);
