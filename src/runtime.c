@@ -93,7 +93,6 @@ void lash_runtime_log(lash_runtime *rt, int level, const char *fmt, ...) {
   if (rt->log) rt->log(rt->log_ud, level, buf);
 }
 
-int lash_runtime_alive(lash_runtime *rt) { return rt->ntasks > 0; }
 int lash_runtime_ntasks(lash_runtime *rt) { return rt->ntasks; }
 
 /* ---- ready queue ----------------------------------------------------- */

@@ -67,7 +67,6 @@ lash_runtime *lash_runtime_open(lua_State *L);
 int lash_runtime_step(lash_runtime *rt, int timeout_ms);
 /* Run until no task is alive. */
 int lash_runtime_run(lash_runtime *rt);
-int lash_runtime_alive(lash_runtime *rt);
 /* Number of tasks not yet finished. */
 int lash_runtime_ntasks(lash_runtime *rt);
 
