@@ -299,6 +299,13 @@ static int op_call(lua_State *L, mop *op, const char *method, unsigned flags,
   return op_wait(L, op, k);
 }
 
+/* Sandbox RPCs come in pairs, NAME and NAMEV2 (the latter needing the V2
+** router flag); the sandbox's own v2 bit picks which one to send. */
+#define SBX_METHOD(s, name) ((s)->v2 ? name "V2" : name)
+#define SBX_FLAGS(s) ((s)->v2 ? MODAL_RPC_V2 : 0u)
+#define SBX_CALL(L, op, s, name, ...) \
+  op_call(L, op, SBX_METHOD(s, name), SBX_FLAGS(s), __VA_ARGS__)
+
 /* ---- errors ----------------------------------------------------------------------- */
 
 static void lower_code(int code, char *out, size_t n) {
@@ -344,9 +351,8 @@ static int op_fail(lua_State *L, mop *op, int targeted) {
     snprintf(op->saved, sizeof op->saved, "%s failed (%s: %s)", r->method,
              grpc_code_name(code), r->message);
     modal_SandboxWaitRequest req = { pb_cstr(op->sbx->id), 0 };
-    return op_call(L, op, op->sbx->v2 ? "SandboxWaitV2" : "SandboxWait",
-                   op->sbx->v2 ? MODAL_RPC_V2 : 0, &modal_SandboxWaitRequest_desc,
-                   &req, &modal_SandboxWaitResponse_desc, 10, classify_k);
+    return SBX_CALL(L, op, op->sbx, "SandboxWait", &modal_SandboxWaitRequest_desc,
+                    &req, &modal_SandboxWaitResponse_desc, 10, classify_k);
   }
   return sb_raise(L, LASH_SB_ERROR, lc, "Modal %s failed for %s: %s: %s",
                             r->method, op->what, grpc_code_name(code), r->message);
@@ -409,9 +415,8 @@ static int prep_step(lua_State *L, mop *op, lua_KFunction k, int need_workdir) {
         {
           modal_SandboxGetTaskIdRequest req = { .sandbox_id = pb_cstr(s->id) };
           op->step = PREP_TASK_CHECK;
-          return op_call(L, op, s->v2 ? "SandboxGetTaskIdV2" : "SandboxGetTaskId",
-                         s->v2 ? MODAL_RPC_V2 : 0, &modal_SandboxGetTaskIdRequest_desc,
-                         &req, &modal_SandboxGetTaskIdResponse_desc, 30, k);
+          return SBX_CALL(L, op, s, "SandboxGetTaskId", &modal_SandboxGetTaskIdRequest_desc,
+                          &req, &modal_SandboxGetTaskIdResponse_desc, 30, k);
         }
       case PREP_TASK_CHECK: {
         modal_rpc *r = &op->rpc;
@@ -467,9 +472,8 @@ static int prep_step(lua_State *L, mop *op, lua_KFunction k, int need_workdir) {
       case PREP_TAGS: {
         modal_SandboxTagsGetRequest req = { pb_cstr(s->id) };
         op->step = PREP_TAGS_CHECK;
-        return op_call(L, op, s->v2 ? "SandboxTagsGetV2" : "SandboxTagsGet",
-                       s->v2 ? MODAL_RPC_V2 : 0, &modal_SandboxTagsGetRequest_desc, &req,
-                       &modal_SandboxTagsGetResponse_desc, 30, k);
+        return SBX_CALL(L, op, s, "SandboxTagsGet", &modal_SandboxTagsGetRequest_desc, &req,
+                        &modal_SandboxTagsGetResponse_desc, 30, k);
       }
       case PREP_TAGS_CHECK: {
         modal_rpc *r = &op->rpc;
@@ -803,9 +807,8 @@ static int exec_check(lua_State *L, mop *op, lua_KFunction k) {
     op->saved_code = x->fatal_code;
     snprintf(op->saved, sizeof op->saved, "the command did not start (%s)", x->fatal_msg);
     modal_SandboxWaitRequest req = { pb_cstr(op->sbx->id), 0 };
-    return op_call(L, op, op->sbx->v2 ? "SandboxWaitV2" : "SandboxWait",
-                   op->sbx->v2 ? MODAL_RPC_V2 : 0, &modal_SandboxWaitRequest_desc,
-                   &req, &modal_SandboxWaitResponse_desc, 10, classify_k);
+    return SBX_CALL(L, op, op->sbx, "SandboxWait", &modal_SandboxWaitRequest_desc,
+                    &req, &modal_SandboxWaitResponse_desc, 10, classify_k);
   }
   return op_fail(L, op, 1);
 }
@@ -1808,8 +1811,8 @@ static int simple_k(lua_State *L, int status, lua_KContext ctx) {
         if (left <= 0) return 0;   /* bounded: the sandbox's lifetime is the backstop */
         modal_SandboxWaitRequest req = { pb_cstr(s->id), (float)fmin(10.0, left) };
         op->step = D_WAIT_CHECK;
-        r->method = s->v2 ? "SandboxWaitV2" : "SandboxWait";
-        r->flags = s->v2 ? MODAL_RPC_V2 : 0;
+        r->method = SBX_METHOD(s, "SandboxWait");
+        r->flags = SBX_FLAGS(s);
         r->resp_desc = &modal_SandboxWaitResponse_desc;
         r->sbx = s;
         r->timeout = fmin(10.0, left) + 5;
@@ -1853,9 +1856,8 @@ static int s_read_tags(lua_State *L) {
   modal_sbx *s = op_sbx(L, op, 2);
   modal_SandboxTagsGetRequest req = { pb_cstr(s->id) };
   op->step = T_READ_CHECK;
-  return op_call(L, op, s->v2 ? "SandboxTagsGetV2" : "SandboxTagsGet",
-                 s->v2 ? MODAL_RPC_V2 : 0, &modal_SandboxTagsGetRequest_desc, &req,
-                 &modal_SandboxTagsGetResponse_desc, 30, simple_k);
+  return SBX_CALL(L, op, s, "SandboxTagsGet", &modal_SandboxTagsGetRequest_desc, &req,
+                  &modal_SandboxTagsGetResponse_desc, 30, simple_k);
 }
 
 static int s_write_tags(lua_State *L) {
@@ -1875,9 +1877,8 @@ static int s_write_tags(lua_State *L) {
   modal_SandboxTagsSetRequest req = { .sandbox_id = pb_cstr(s->id), .tags = tags, .tags_n = n };
   if (!s->v2) req.environment_name = pb_cstr(modal_client_config(op->cl)->environment);
   op->step = T_WRITE_CHECK;
-  return op_call(L, op, s->v2 ? "SandboxTagsSetV2" : "SandboxTagsSet",
-                 s->v2 ? MODAL_RPC_V2 : 0, &modal_SandboxTagsSetRequest_desc, &req,
-                 &modal_Empty_desc, 30, simple_k);
+  return SBX_CALL(L, op, s, "SandboxTagsSet", &modal_SandboxTagsSetRequest_desc, &req,
+                  &modal_Empty_desc, 30, simple_k);
 }
 
 static int s_poll(lua_State *L) {
@@ -1886,9 +1887,8 @@ static int s_poll(lua_State *L) {
   modal_sbx *s = op_sbx(L, op, 2);
   modal_SandboxWaitRequest req = { pb_cstr(s->id), 0 };
   op->step = P_CHECK;
-  return op_call(L, op, s->v2 ? "SandboxWaitV2" : "SandboxWait", s->v2 ? MODAL_RPC_V2 : 0,
-                 &modal_SandboxWaitRequest_desc, &req, &modal_SandboxWaitResponse_desc, 30,
-                 simple_k);
+  return SBX_CALL(L, op, s, "SandboxWait", &modal_SandboxWaitRequest_desc, &req,
+                  &modal_SandboxWaitResponse_desc, 30, simple_k);
 }
 
 static int s_destroy(lua_State *L) {
@@ -1899,9 +1899,8 @@ static int s_destroy(lua_State *L) {
   op->deadline = modal_now() + (timeout > 0 ? timeout : 0);
   modal_SandboxTerminateRequest req = { pb_cstr(s->id) };
   op->step = D_TERM_CHECK;
-  return op_call(L, op, s->v2 ? "SandboxTerminateV2" : "SandboxTerminate",
-                 s->v2 ? MODAL_RPC_V2 : 0, &modal_SandboxTerminateRequest_desc, &req,
-                 &modal_SandboxTerminateResponse_desc, 30, simple_k);
+  return SBX_CALL(L, op, s, "SandboxTerminate", &modal_SandboxTerminateRequest_desc, &req,
+                  &modal_SandboxTerminateResponse_desc, 30, simple_k);
 }
 
 static int probe_client(lua_State *L) {
