@@ -39,6 +39,18 @@ describe("openai model options", function()
     assert.equal("openai: no model name; write openai:<model>, e.g. openai:gpt-4.1", err.message)
   end)
 
+  it("names an error object in a 200 response, even one without a message", function()
+    local m = openai.new("x", { base_url = "http://127.0.0.1:9/v1" })
+    local ok, err = pcall(m.parse, m, '{"error": {"type": "server_error", "message": "overloaded"}}')
+    assert.is_false(ok)
+    assert.equal("openai: error in the response from http://127.0.0.1:9/v1/chat/completions: server_error: overloaded",
+      err.message)
+    ok, err = pcall(m.parse, m, '{"error": {"code": 500}}')
+    assert.is_false(ok)
+    assert.equal('openai: error in the response from http://127.0.0.1:9/v1/chat/completions: {"error": {"code": 500}}',
+      err.message)
+  end)
+
   it("refuses unknown options", function()
     local ok, err = pcall(openai.new, "x", { base_url = "http://x", api_kye = "k" })
     assert.is_false(ok)

@@ -142,7 +142,8 @@ function Model:parse(body)
   local v, err = json.try_decode(body)
   if type(v) ~= "table" then error(bad_response(self, err or "not a JSON object"), 0) end
   if type(v.error) == "table" then
-    error(require("lash").error("provider", "openai: " .. tostring(v.error.message), { provider = "openai" }), 0)
+    error(require("lash").error("provider", "openai: error in the response from " .. self.url .. ": "
+      .. models.describe_body(body), { provider = "openai" }), 0)
   end
   local choice = type(v.choices) == "table" and v.choices[1]
   if type(choice) ~= "table" or type(choice.message) ~= "table" then
@@ -178,7 +179,7 @@ local function new_stream(self, on_text)
     local v, err = json.try_decode(d)
     if type(v) ~= "table" then error(bad_response(self, "stream chunk is not JSON: " .. tostring(err)), 0) end
     if type(v.error) == "table" then
-      error(require("lash").error("provider", "openai: error in the response stream: " .. tostring(v.error.message),
+      error(require("lash").error("provider", "openai: error in the response stream: " .. models.describe_body(d),
                                   { provider = "openai" }), 0)
     end
     st.id, st.model = st.id or v.id, st.model or v.model
