@@ -696,7 +696,8 @@ static void normalize_spec(lua_State *L, int spec, int fns) {
     if (w[0] != '/')
       luaL_error(L, "workdir must be an absolute path, got '%s'", w);
     if (lsb_path_normalize(w, norm, sizeof norm) != 0)
-      luaL_error(L, "workdir is too long");
+      luaL_error(L, "workdir is too long (at most %d bytes): pick a shorter path",
+                 LSB_PATH_MAX - 1);
     lua_pop(L, 1);
     lua_pushstring(L, norm);
   }
@@ -1048,7 +1049,8 @@ static int m_exec(lua_State *L) {
     if (lua_getfield(L, 3, "max_output_bytes") != LUA_TNIL)
       maxout = check_count(L, -1, "max_output_bytes");
     if (lua_getfield(L, 3, "cwd") != LUA_TNIL) {
-      if (!*check_cstring(L, -1, "cwd")) luaL_error(L, "cwd is empty");
+      if (!*check_cstring(L, -1, "cwd"))
+        luaL_error(L, "cwd is empty (leave it out to run in the workdir)");
       lua_setfield(L, opts, "cwd");
     } else {
       lua_pop(L, 1);
