@@ -145,6 +145,11 @@ static void test_load(void) {
   T_OK(modal_config_load(&c, &in, err, sizeof err) == MODAL_CONFIG_BAD && strstr(err, "absent"),
        "MODAL_PROFILE naming a missing profile is an error");
   clear_env();
+  modal_config_in dir_in = { NULL, NULL, NULL, "/tmp", NULL, -1 };
+  T_OK(modal_config_load(&c, &dir_in, err, sizeof err) == MODAL_CONFIG_BAD &&
+       strstr(err, "Is a directory") && strstr(err, "/tmp"),
+       "a config path that is a directory is refused, not read as empty");
+  clear_env();
   setenv("MODAL_TOKEN_ID", "ak-only-id", 1);
   modal_config_in nofile = { NULL, NULL, NULL, NULL, NULL, -1 };
   T_OK(modal_config_load(&c, &nofile, err, sizeof err) == MODAL_CONFIG_NO_CREDENTIALS,
