@@ -748,13 +748,17 @@ local function check_path(path)
   return path
 end
 
+-- A parameter the model may leave out or send as null.
+local function optional(jtype, description)
+  return { anyOf = { { type = jtype }, { type = "null" } }, default = null, description = description }
+end
+
 local PARAMS = {
   run_command = {
     type = "object",
     properties = {
       command = { type = "string", description = "The shell command to run." },
-      timeout_seconds = { anyOf = { { type = "number" }, { type = "null" } }, default = null,
-                          description = "Maximum seconds to wait (default: the configured timeout)." },
+      timeout_seconds = optional("number", "Maximum seconds to wait (default: the configured timeout)."),
     },
     required = { "command" },
     additionalProperties = false,
@@ -763,10 +767,8 @@ local PARAMS = {
     type = "object",
     properties = {
       path = { type = "string", description = fmt.PATH },
-      offset = { anyOf = { { type = "integer" }, { type = "null" } }, default = null,
-                 description = "Line number to start reading from (1-indexed)" },
-      limit = { anyOf = { { type = "integer" }, { type = "null" } }, default = null,
-                description = "Maximum number of lines to read" },
+      offset = optional("integer", "Line number to start reading from (1-indexed)"),
+      limit = optional("integer", "Maximum number of lines to read"),
     },
     required = { "path" },
     additionalProperties = false,
