@@ -24,6 +24,19 @@ local function count(list, pred)
   return n
 end
 
+-- A fake Modal for the enclosing describe block (fx.srv), stopped on
+-- teardown, which fails if the block left a sandbox running.
+local function serve(fopts)
+  local fx = {}
+  setup(function() fx.srv = assert(fake.start(fopts)) end)
+  teardown(function()
+    local left = fx.srv:running()
+    fx.srv:stop()
+    assert.same({}, left, "sandboxes left running")
+  end)
+  return fx
+end
+
 local function contract(mode)
   describe("modal backend, " .. mode.name, function()
     local srv, opts
@@ -426,14 +439,9 @@ else
   faults{ name = "V1", v2 = false }
 
   describe("modal backend, V2 over h2c (prior knowledge)", function()
-    local srv
-    setup(function() srv = assert(fake.start{ tls = false }) end)
-    teardown(function()
-      local left = srv:running()
-      srv:stop()
-      assert.same({}, left)
-    end)
+    local fx = serve{ tls = false }
     it("works end to end", function()
+      local srv = fx.srv
       local sb <close> = sandbox.create(srv:opts{ workdir = "/w" })
       assert.equal("hi\n", sb:exec("echo hi").stdout)
       sb:write_file("f", "x")
@@ -443,10 +451,9 @@ else
   end)
 
   describe("modal backend, auth token lifetime", function()
-    local srv
-    setup(function() srv = assert(fake.start{ tls = true }) end)
-    teardown(function() srv:stop() end)
+    local fx = serve{ tls = true }
     it("refreshes the token before it expires, never sending an expired one", function()
+      local srv = fx.srv
       srv:faults{ { id = "ttl", kind = "token_ttl", secs = 8 } }
       local sb <close> = sandbox.create(srv:opts{})
       assert.equal(1, #srv:calls("AuthTokenGet"))
@@ -458,10 +465,9 @@ else
   end)
 
   describe("modal backend, V1 scheduling", function()
-    local srv
-    setup(function() srv = assert(fake.start{ tls = true }) end)
-    teardown(function() srv:stop() end)
+    local fx = serve{ tls = true }
     it("polls for the task id until the sandbox is scheduled", function()
+      local srv = fx.srv
       local sb <close> = sandbox.create(srv:opts{ sandbox_v2 = false })
       srv:faults{ { id = "s", method = "SandboxGetTaskId", kind = "schedule_polls", count = 3 } }
       assert.equal("ok\n", sb:exec("echo ok").stdout)
@@ -471,15 +477,10 @@ else
   end)
 
   describe("modal backend under the sandbox capability", function()
-    local srv
-    setup(function() srv = assert(fake.start{ tls = true }) end)
-    teardown(function()
-      local left = srv:running()
-      srv:stop()
-      assert.same({}, left)
-    end)
+    local fx = serve{ tls = true }
 
     it("writes, runs, reads and lists like the local backend, then destroys the sandbox", function()
+      local srv = fx.srv
       local cap = lash.sandbox_capability(srv:opts{ workdir = "/workspace", sandbox_timeout = 120,
                                                    app_name = "lash-cap-test" })
       local got = {}
@@ -516,6 +517,7 @@ else
     end)
 
     it("looks an app up without creating it when asked", function()
+      local srv = fx.srv
       local e = catch(sandbox.create, srv:opts{ app_name = "absent-app", create_app_if_missing = false })
       assert.is_true(lash.is_error(e, "sandbox"))
       assert.equal("app_not_found", e.code)
@@ -523,10 +525,9 @@ else
   end)
 
   describe("modal backend, V1 ids on a V2 client", function()
-    local srv
-    setup(function() srv = assert(fake.start{ tls = true }) end)
-    teardown(function() srv:stop() end)
+    local fx = serve{ tls = true }
     it("picks the RPC family from the id's shape", function()
+      local srv = fx.srv
       local v1 <close> = sandbox.create(srv:opts{ sandbox_v2 = false })
       assert.is_true(is_v1_id(v1.id))
       local from_v2 <close> = sandbox.open(v1.id, srv:opts{ sandbox_v2 = true })
