@@ -762,7 +762,9 @@ static sbobj *check_sb(lua_State *L, int idx) {
 
 static sbobj *check_open(lua_State *L, int idx) {
   sbobj *o = check_sb(L, idx);
-  if (o->closed) luaL_error(L, "this sandbox handle is closed");
+  if (o->closed)
+    luaL_error(L, "this sandbox handle is closed: use it before :close(), or reopen a "
+                  "sandbox that still exists with lash.sandbox.open(id)");
   return o;
 }
 
