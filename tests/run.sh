@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
 # tests/run.sh [unit|specs|integration]...: runs lash's tests and prints one
-# summary. Unit tests are the TAP binaries under $LASH_BUILD/tests, specs are
-# busted (on Lua 5.4) over specs/, integration tests are
-# tests/integration/test_*.sh (TAP lines, or one result from the exit code).
+# summary, ending with the line `N passed, N failed, N skipped`.
+#
+# Unit tests are the TAP binaries under $LASH_BUILD/tests, specs are busted
+# (on Lua 5.4) over specs/, integration tests are tests/integration/test_*.sh.
+# Every test must print TAP. A test fails as a whole, named in the summary
+# with the reason, when it
+#   - exits non-zero (even after printing only `ok` lines),
+#   - is killed by a signal (a crash: SIGSEGV, SIGABRT, ...),
+#   - runs past its time limit ($LASH_TEST_TIMEOUT seconds, default 900),
+#   - prints no result at all (no `ok`/`not ok` line and no `1..0 # SKIP`),
+#   - prints a plan `1..N` that does not match the results it printed.
+# A test that skips itself prints `1..0 # SKIP reason` and exits 0.
+#
+# The directories can be pointed elsewhere (LASH_TEST_UNIT_DIR,
+# LASH_TEST_SPEC_DIR, LASH_TEST_INTEGRATION_DIR); the runner's own test
+# (tests/integration/test_runner.sh) uses that to plant failing tests.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${LASH_BUILD:-build}
 export LASH_BUILD=$BUILD
+UNIT_DIR=${LASH_TEST_UNIT_DIR:-$BUILD/tests}
+SPEC_DIR=${LASH_TEST_SPEC_DIR:-specs}
+INTEGRATION_DIR=${LASH_TEST_INTEGRATION_DIR:-tests/integration}
+TIMEOUT=${LASH_TEST_TIMEOUT:-900}
 parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(unit specs integration)
-pass=0; fail=0; skip=0; failed_names=()
+pass=0; fail=0; skip=0; failed_names=(); started=$SECONDS
 log=$(mktemp -d); trap 'rm -rf "$log"' EXIT
 
 if [ -n "${LASH_SANITIZED:-}" ]; then
@@ -16,32 +33,62 @@ if [ -n "${LASH_SANITIZED:-}" ]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
 
-# count NAME FILE RC: add the TAP results in FILE to the totals.
+# why_failed RC: the reason a non-zero exit status stands for.
+why_failed() {
+  local rc=$1
+  if [ "$rc" -eq 124 ]; then echo "timed out after ${TIMEOUT}s"
+  elif [ "$rc" -gt 128 ]; then echo "killed by signal $(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128)))"
+  else echo "exit status $rc"; fi
+}
+
+# count NAME FILE RC SECONDS: add the TAP results in FILE to the totals; a
+# test that broke one of the rules above counts as (at least) one failure.
 count() {
-  local name=$1 file=$2 rc=$3 ok nok sk
+  local name=$1 file=$2 rc=$3 secs=$4 ok nok sk plan ran reason="" sk_note
   ok=$(grep -cE '^ok [0-9]+' "$file" || true)
   nok=$(grep -cE '^not ok [0-9]+' "$file" || true)
   sk=$(grep -cE '^ok [0-9]+.*# *(SKIP|skip)' "$file" || true)
-  if [ "$ok" -eq 0 ] && [ "$nok" -eq 0 ]; then
-    if [ "$rc" -eq 0 ]; then ok=1; else nok=1; fi
-  elif [ "$rc" -ne 0 ] && [ "$nok" -eq 0 ]; then
-    nok=1   # crashed or exited non-zero after passing checks
+  plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$file" | tail -n 1)
+  ran=$((ok + nok))
+  if [ "$rc" -ne 0 ]; then
+    reason=$(why_failed "$rc")
+  elif [ "$ran" -eq 0 ]; then
+    if [ "$plan" = 0 ] && grep -qE '^1\.\.0 *# *(SKIP|skip)' "$file"; then
+      skip=$((skip + 1))
+      echo "--- $name: skipped ($(sed -n 's/^1\.\.0 *# *[Ss][Kk][Ii][Pp] *//p' "$file" | head -n 1))"
+      return
+    fi
+    reason="printed no test result"
+  elif [ -n "$plan" ] && [ "$plan" -ne "$ran" ]; then
+    reason="planned $plan tests, printed $ran results"
+  elif [ -z "$plan" ]; then
+    reason="printed no TAP plan (1..N)"
   fi
+  if [ -n "$reason" ] && [ "$nok" -eq 0 ]; then nok=1; fi
   pass=$((pass + ok - sk)); fail=$((fail + nok)); skip=$((skip + sk))
   if [ "$nok" -ne 0 ]; then
-    failed_names+=("$name")
-    echo "--- $name: FAILED (exit $rc)"
+    failed_names+=("$name${reason:+ ($reason)}")
+    echo "--- $name: FAILED${reason:+: $reason} ($nok failed, ${secs}s)"
     grep -vE '^ok [0-9]+' "$file" | tail -n 60
   else
-    echo "--- $name: $ok ok${sk:+, $sk skipped}"
+    if [ "$sk" -gt 0 ]; then sk_note=", $sk skipped"; else sk_note=""; fi
+    echo "--- $name: $((ok - sk)) ok$sk_note (${secs}s)"
   fi
+}
+
+# run_one NAME COMMAND...: run one test under the time limit and count it.
+run_one() {
+  local name=$1 t0=$SECONDS rc; shift
+  timeout -k 10 "$TIMEOUT" "$@" >"$log/out" 2>&1 </dev/null
+  rc=$?
+  count "$name" "$log/out" "$rc" $((SECONDS - t0))
 }
 
 run_unit() {
   local t
-  for t in "$BUILD"/tests/test_*; do
-    [ -x "$t" ] || continue
-    timeout 900 "$t" >"$log/out" 2>&1; count "unit/$(basename "$t")" "$log/out" $?
+  for t in "$UNIT_DIR"/test_*; do
+    [ -f "$t" ] && [ -x "$t" ] || continue
+    run_one "unit/$(basename "$t")" "$t"
   done
 }
 
@@ -50,23 +97,30 @@ run_specs() {
   if [ -n "${LASH_SANITIZED:-}" ]; then
     preload=(env LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0)
   fi
-  for f in specs/*_spec.lua; do
+  for f in "$SPEC_DIR"/*_spec.lua; do
     [ -f "$f" ] || continue
-    timeout 900 "${preload[@]}" lua5.4 /usr/bin/busted --cpath="$BUILD/?.so" -o TAP "$f" >"$log/out" 2>&1
-    count "specs/$(basename "$f")" "$log/out" $?
+    run_one "specs/$(basename "$f")" "${preload[@]}" lua5.4 /usr/bin/busted --cpath="$BUILD/?.so" -o TAP "$f"
   done
 }
 
 run_integration() {
   local f
-  for f in tests/integration/test_*.sh; do
+  for f in "$INTEGRATION_DIR"/test_*.sh; do
     [ -f "$f" ] || continue
-    timeout 900 bash "$f" >"$log/out" 2>&1; count "integration/$(basename "$f")" "$log/out" $?
+    run_one "integration/$(basename "$f")" bash "$f"
   done
 }
 
-for p in "${parts[@]}"; do "run_$p"; done
+for p in "${parts[@]}"; do
+  case $p in
+    unit|specs|integration) "run_$p" ;;
+    *) echo "tests/run.sh: unknown part '$p' (known: unit specs integration)" >&2; exit 2 ;;
+  esac
+done
 echo
-if [ ${#failed_names[@]} -gt 0 ]; then echo "failed: ${failed_names[*]}"; fi
+echo "# took $((SECONDS - started))s"
+if [ ${#failed_names[@]} -gt 0 ]; then
+  echo "failed:"; printf '  %s\n' "${failed_names[@]}"
+fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
