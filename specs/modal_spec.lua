@@ -104,12 +104,11 @@ local function contract(mode)
 
     it("times a command out and reports it", function()
       local sb <close> = sandbox.create(opts{})
-      local t0 = lash.now()
       local r = sb:exec("echo started; sleep 30", { timeout = 1 })
       assert.is_true(r.timed_out)
+      assert.equal(1, r.applied_timeout)
       assert.equal(137, r.exit_code)
       assert.equal("started\n", r.stdout)
-      assert.truthy(lash.now() - t0 < 10)
     end)
 
     it("refuses a command that cannot start, recoverably", function()
@@ -212,28 +211,29 @@ local function contract(mode)
     end)
 
     it("runs commands of several tasks at once", function()
+      -- A rendezvous, not a stopwatch: each command waits until all eight
+      -- have started, which only happens when they run at the same time.
       local sb <close> = sandbox.create(opts{})
+      sb:exec("rm -rf rdv && mkdir rdv")
       local tasks = {}
       for i = 1, 8 do
         tasks[i] = lash.spawn(function()
-          return sb:exec(string.format("sleep 0.5; echo %d", i)).stdout
+          return sb:exec(string.format("touch rdv/%d; n=0; while [ $(ls rdv | wc -l) -lt 8 ] && [ $n -lt 600 ]; do"
+                                       .. " sleep 0.05; n=$((n+1)); done; [ $(ls rdv | wc -l) -eq 8 ] && echo %d", i, i),
+                         { timeout = 60 }).stdout
         end)
       end
-      local t0 = lash.now()
       for i = 1, 8 do assert.equal(i .. "\n", tasks[i]:join()) end
-      assert.truthy(lash.now() - t0 < 4)
     end)
 
     it("stops waiting for a command when its task is cancelled", function()
       local sb <close> = sandbox.create(opts{})
       local t = lash.spawn(function() return sb:exec("sleep 20") end)
       lash.sleep(0.5)
-      local t0 = lash.now()
       t:cancel()
-      local ok, e = pcall(t.join, t)
+      local ok, e = pcall(t.join, t)   -- had the wait gone on, this would succeed after 20 s
       assert.is_false(ok)
       assert.is_true(lash.is_error(e, "cancelled"))
-      assert.truthy(lash.now() - t0 < 2)
       assert.equal("still here\n", sb:exec("echo still here").stdout)
     end)
 
@@ -356,7 +356,9 @@ local function faults(mode)
       local t0 = lash.now()
       sb:destroy{ timeout = 2 }
       local took = lash.now() - t0
-      assert.truthy(took >= 1.5 and took < 8, "destroy took " .. took)
+      -- the lower bound is the behaviour (it waited for terminate); the upper
+      -- one only guards against a hang
+      assert.truthy(took >= 1.5 and took < 60, "destroy took " .. took)
       sb:close()
       assert.truthy(srv:sandboxes()[sb.id].hung)
     end)

@@ -52,10 +52,10 @@ int main(void) {
 
   /* a bounded wait returns on time with nothing to do */
   {
-    uint64_t t0 = lash_now_ns();
+    int n = norder;
     lash_timer_start(loop, &t[0], 5000000000ull, on_timer, (void *)(intptr_t)7);
     T_EQ_INT(lash_loop_run_once(loop, 20), 0, "run_once(20ms) returns with nothing ready");
-    T_OK(lash_now_ns() - t0 < 2000000000ull, "and does not wait for the far timer");
+    T_OK(norder == n && lash_timer_active(&t[0]), "and does not wait for the far timer (still armed)");
     T_OK(lash_loop_next_timeout(loop) > 1000, "next timeout reports the far timer");
     lash_timer_stop(loop, &t[0]);
   }
