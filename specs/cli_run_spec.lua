@@ -48,6 +48,18 @@ describe("lash run", function()
     assert.equal('{"greet":"hello, a","pick":"red"}', last.output)
   end)
 
+  it("prints --json events with their keys sorted, so two runs can be diffed", function()
+    local out, err, code = cli.run { "run", "examples/test_model.lua", "hi", "--json" }
+    assert.equal(0, code, err)
+    for _, l in ipairs(lines(out)) do
+      assert.equal(json.encode_canonical(json.decode(l)), l)
+    end
+    local mixed = {}
+    for i = 1, 40 do mixed["k" .. i] = i end
+    assert.equal(json.encode_canonical(mixed), json.try_encode_canonical(mixed))
+    assert.matches('^{"k1":1,"k10":10,"k11":11,', json.encode_canonical(mixed))
+  end)
+
   it("overrides the model with --model", function()
     local out, err, code = cli.run { "run", "examples/test_model.lua", "hi", "--model", "test", "--no-stream" }
     assert.equal(0, code, err)

@@ -8,12 +8,15 @@
 ** once. At the end it reports late frames: frames whose work (applying
 ** changes, lash_step, "rendering") took longer than one frame budget.
 **
-** usage: host [SPEC.lua] [--quiet]      (default spec: village.lua)
+** usage: host [SPEC.lua] [--quiet] [--events FILE]   (default spec: village.lua)
+** --events FILE writes every event, whole, one JSON line each (the console
+** shows them cut to 160 characters).
 ** exit status: 0 when the agent answered, 1 otherwise.
 */
 #define _GNU_SOURCE
 #include "lash.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +48,7 @@ typedef struct scene {
 } scene;
 
 static int quiet;
+static FILE *events_log;   /* --events FILE, or NULL */
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -136,6 +140,7 @@ static void list_entities(lash_Call *call, const char *args, void *ud) {
 static void on_event(lash_Run *run, const char *json, void *ud) {
   const char *frame = ud;
   (void)run;
+  if (events_log) fprintf(events_log, "%s\n", json);
   /* Show what the agent does; text_delta and usage are noise here. */
   if (quiet || strstr(json, "\"type\":\"text_delta\"") || strstr(json, "\"type\":\"usage\""))
     return;
@@ -156,7 +161,12 @@ int main(int argc, char **argv) {
 
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quiet") == 0) quiet = 1;
-    else spec = argv[i];
+    else if (strcmp(argv[i], "--events") == 0 && i + 1 < argc) {
+      if (!(events_log = fopen(argv[++i], "w"))) {
+        fprintf(stderr, "host: cannot write %s: %s\n", argv[i], strerror(errno));
+        return 2;
+      }
+    } else spec = argv[i];
   }
   S = lash_open(NULL);
   if (!S) {
@@ -216,5 +226,6 @@ int main(int argc, char **argv) {
          late, FRAME_NS / 1e6, worst_work / 1e6, worst_step / 1e6, missed);
   lash_run_free(run);
   lash_close(S);
+  if (events_log) fclose(events_log);
   return status == LASH_RUN_DONE && output ? 0 : 1;
 }

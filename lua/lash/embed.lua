@@ -108,9 +108,9 @@ end
 
 
 local function encode_event(ev)
-  local s = json.try_encode(ev)
+  local s = json.try_encode_canonical(ev)
   if s then return s end
-  return json.encode { type = ev.type, run_id = ev.run_id,
+  return json.encode_canonical { type = ev.type, run_id = ev.run_id,
                        error = "this event could not be encoded as JSON" }
 end
 
@@ -184,7 +184,7 @@ function M.new(core)
         error(lash.error("tool", "host tool '" .. name .. "' can only be called by runs started with lash_run_start",
                          { tool = name }), 0)
       end
-      local kind, text = core.call_tool(tud, crun, ctx.tool_call_id, name, json.encode(args))
+      local kind, text = core.call_tool(tud, crun, ctx.tool_call_id, name, json.encode_canonical(args))
       text = repair(text)
       if kind == "return" then return text end
       if kind == "retry" then error(lash.error("retry", text), 0) end
@@ -245,10 +245,10 @@ function M.new(core)
     out.status = status
     local id = core.run_id(crun)
     if id then runs[id] = nil end
-    local text = json.try_encode(out)
+    local text = json.try_encode_canonical(out)
     if not text then
       out.messages = nil
-      text = json.try_encode(out) or json.encode { status = status, error = { kind = "json",
+      text = json.try_encode_canonical(out) or json.encode_canonical { status = status, error = { kind = "json",
         message = "the run's result could not be encoded as JSON" } }
     end
     core.finish(crun, status, ok and res.output or nil, text)

@@ -161,6 +161,15 @@ function M.try_encode(v)
   return nil, tostring(s)
 end
 
+--- Like `encode_canonical` but returns nil, message instead of raising.
+-- Everything lash prints as JSON (events, `--json`, `sandbox list --json`)
+-- goes through this, so its output is byte-for-byte stable.
+function M.try_encode_canonical(v)
+  local ok, s = pcall(M.encode_canonical, v)
+  if ok then return s end
+  return nil, tostring(s)
+end
+
 ---------------------------------------------------------------------------
 -- Decoding. cjson is used unless the text may hold an empty array; then a
 -- small Lua decoder that marks arrays runs instead. `%[%s*%]` can also match

@@ -229,7 +229,8 @@ end
 --- Print one event.
 function Printer:event(ev)
   if self.json then
-    local s = json.try_encode(ev) or json.encode { type = ev.type, error = "event could not be encoded" }
+    local s = json.try_encode_canonical(ev)
+      or json.encode_canonical { type = ev.type, error = "event could not be encoded" }
     self.write(s .. "\n")
     return
   end

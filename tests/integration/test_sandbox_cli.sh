@@ -25,6 +25,8 @@ trap 'rm -rf "$work"' EXIT
 export LASH_SANDBOX_ROOT=$work/state
 sb() { "$LASH" sandbox "$@"; }
 
+check "list --json with no sandboxes is an empty array" test "$(sb list --json)" = "[]"
+
 # create
 ID=$(sb create --owner pipeline/run1 --timeout 300 --tag team=data --env GREETING=hi)
 check "create prints an id (lb- + 20 base32)" sh -c "echo '$ID' | grep -qE '^lb-[a-z2-7]{20}$'"
@@ -72,6 +74,13 @@ check "stat describes a path" sh -c "$LASH sandbox stat $ID data/in.bin | grep -
 check "tags prints sorted k=v lines with the reserved stamps" \
   test "$(sb tags "$ID" | cut -d= -f1 | tr '\n' ' ')" = "lash_expires_at lash_network lash_owner lash_workdir team "
 check "tags --json is JSON" sh -c "$LASH sandbox tags $ID --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"lash_owner\"]==\"pipeline/run1\"'"
+check "tags --json and list --json have their keys sorted" sh -c "{ $LASH sandbox tags $ID --json; $LASH sandbox list --json; } | /usr/bin/python3 -c '
+import json, sys
+def hook(pairs):
+    keys = [k for k, _ in pairs]
+    assert keys == sorted(keys), keys
+    return dict(pairs)
+for line in sys.stdin: json.loads(line, object_pairs_hook=hook)'"
 
 # attach / release, and a race
 sb attach "$ID" --owner wrong/run --holder x 2>/dev/null; rc=$?

@@ -28,8 +28,8 @@ function M.main(args, cli)
     -- Plain tables print as JSON; one that cannot be encoded (a function
     -- inside, a cycle) prints as Lua would.
     if type(v) == "table" and getmetatable(v) == nil then
-      local ok, s = pcall(require("cjson").encode, v)
-      if ok then v = s end
+      local s = require("lash.json").try_encode_canonical(v)
+      if s then v = s end
     end
     cli.out(tostring(v), i < results.n and "\t" or "\n")
   end
