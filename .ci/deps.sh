@@ -2,12 +2,24 @@
 # .ci/deps.sh: install the Debian packages lash needs to build and test,
 # only those missing. Used by `make deps` and .ci/run.
 set -euo pipefail
+# Each line says what needs it; nothing else is installed. A fresh Debian 12
+# root (see .ci/run) has none of these, so a missing line fails CI.
 PKGS=(
-  build-essential pkg-config
-  lua5.4 liblua5.4-dev lua-cjson lua-busted lua-yaml luarocks
-  libcurl4-openssl-dev bubblewrap
-  python3 python3-grpcio python3-protobuf protobuf-compiler python3-h2
-  clang valgrind curl iproute2 openssl util-linux procps
+  # the build: the CLI, the libraries, the Lua module
+  build-essential pkg-config lua5.4 liblua5.4-dev libcurl4-openssl-dev
+  # at run time: JSON and YAML modules, the local sandbox
+  lua-cjson lua-yaml bubblewrap
+  # make test: busted specs, the rockspec test
+  lua-busted luarocks
+  # make test: the fake Modal server (gRPC) and the golden protobuf bytes;
+  # protoc needs libprotobuf-dev for google/protobuf/{any,empty}.proto
+  python3 python3-grpcio python3-protobuf protobuf-compiler libprotobuf-dev
+  # make test: the local HTTP/2 test server
+  python3-h2
+  # make test: the sandbox and containment tests' probes, TLS test certificates
+  curl iproute2 openssl util-linux procps
+  # make check (valgrind runs), make fuzz (libFuzzer is in compiler-rt)
+  clang libclang-rt-14-dev valgrind
 )
 missing=()
 for p in "${PKGS[@]}"; do
