@@ -9,8 +9,11 @@ PREFIX    ?= /usr/local
 BUILD     ?= build
 CC        ?= cc
 PKGS      := lua5.4 libcurl
+# `make deps` runs before pkg-config and the libraries exist.
+ifneq ($(MAKECMDGOALS),deps)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+endif
 VERSION   := 0.1.0
 
 WARN      := -Wall -Wextra -Wshadow -Wundef -Wwrite-strings \
