@@ -641,6 +641,13 @@ static int local_create(lua_State *L) {
   /* the metadata, built before anything exists on disk */
   if ((rc = lsb_id_new(id)) != 0)
     luaL_error(L, "cannot generate an id: %s", strerror(-rc));
+  if (geteuid() == 0 && !none) {
+    /* a host uid of its own (see LSB_UID_BASE), picked at random */
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) r = (uint32_t)getpid() ^ (uint32_t)time(NULL);
+    uid = (uid_t)(LSB_UID_BASE + r % LSB_UID_RANGE);
+    gid = (gid_t)uid;
+  }
   lua_createtable(L, 0, 16);
   meta_idx = lua_gettop(L);
   lua_pushinteger(L, 1);
@@ -1213,6 +1220,7 @@ static int local_exec(lua_State *L) {
     j.network = m.network;
     j.disable_userns = m.disable_userns;
     j.env = (const char *const *)envs.v;
+    j.inner_uid = m.drop && m.uid >= LSB_UID_BASE ? LSB_INNER_UID : 0;
     rc = lsb_jail_argv(&j, NULL, &jargv);
     stage = "argv";
     if (!rc && (argv.oom || envs.oom)) rc = -ENOMEM;

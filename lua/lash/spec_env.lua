@@ -230,13 +230,17 @@ end
 M.PATTERN_STEPS = 1e9
 M.TABLE_MOVE_MAX = 1e7
 
+-- plain functions, not methods: the strings' __index is the safe table
+-- below while a spec loads, and it calls these
+local ssub, smatch, sformat = string.sub, string.match, string.format
+
 -- The index of the `]` closing the set that starts at p[i] == "[".
 local function set_end(p, i, n)
   local j = i + 1
-  if p:sub(j, j) == "^" then j = j + 1 end
-  if p:sub(j, j) == "]" then j = j + 1 end
-  while j <= n and p:sub(j, j) ~= "]" do
-    if p:sub(j, j) == "%" then j = j + 1 end
+  if ssub(p, j, j) == "^" then j = j + 1 end
+  if ssub(p, j, j) == "]" then j = j + 1 end
+  while j <= n and ssub(p, j, j) ~= "]" do
+    if ssub(p, j, j) == "%" then j = j + 1 end
     j = j + 1
   end
   return j
@@ -246,18 +250,18 @@ end
 -- back-references), and whether it is anchored.
 local function repetitions(p)
   local q, i, n = 0, 1, #p
-  local anchored = p:sub(1, 1) == "^"
+  local anchored = ssub(p, 1, 1) == "^"
   if anchored then i = 2 end
   while i <= n do
-    local c = p:sub(i, i)
+    local c = ssub(p, i, i)
     local last
     if c == "%" then
-      local d = p:sub(i + 1, i + 1)
+      local d = ssub(p, i + 1, i + 1)
       if d == "b" then
         q, i = q + 1, i + 4
       elseif d == "f" then
         i = set_end(p, i + 2, n) + 1
-      elseif d:match("%d") then
+      elseif smatch(d, "%d") then
         q, i = q + 1, i + 2
       else
         last = i + 1
@@ -270,7 +274,7 @@ local function repetitions(p)
       last = i
     end
     if last then
-      local nx = p:sub(last + 1, last + 1)
+      local nx = ssub(p, last + 1, last + 1)
       if nx == "*" or nx == "+" or nx == "-" then
         q, i = q + 1, last + 2
       elseif nx == "?" then
@@ -294,7 +298,7 @@ local function guard(fname, s, p, init, plain, unanchored)
   local starts = (anchored and not unanchored) and 1 or (n + 1)
   local cost = starts * (n + 1) ^ q
   if cost > M.PATTERN_STEPS then
-    error(string.format("string.%s: the pattern %q has %d repetitions; on a %d-byte string it could take up "
+    error(sformat("string.%s: the pattern %q has %d repetitions; on a %d-byte string it could take up "
       .. "to %.3g steps inside one call, more than a spec loaded without --trust may spend (%.3g). Use a "
       .. "plain find, a simpler pattern or a shorter string, or pass --trust.", fname, p, q, n, cost,
       M.PATTERN_STEPS), 3)
