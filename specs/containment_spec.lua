@@ -135,15 +135,26 @@ describe("the loading budgets", function()
     assert.truthy(spec.load_string("local n = ('a b c'):gsub('%s+', '') assert(n == 'abc') return {model='test'}"))
   end)
 
-  it("bound single C calls by the allocator", function()
+  local function peak_kb()
+    local f = assert(io.open("/proc/self/status"))
+    local st = f:read("a")
+    f:close()
+    return tonumber(st:match("VmHWM:%s*(%d+)"))
+  end
+
+  it("bound single C calls by the allocator (each would build 1 GB at once)", function()
+    local before = peak_kb()
     for _, code in ipairs {
-      "local t = {} for i = 1, 200 do t[i] = ('x'):rep(1e6) end return table.concat(t)",
-      "local s = ('x'):rep(1e6) for i = 1, 20 do s = s:gsub('x', 'xx') end",
-      "local s = ('x'):rep(1e6) for i = 1, 20 do s = string.format('%s%s', s, s) end",
+      "local s, t = ('x'):rep(1e6), {} for i = 1, 1000 do t[i] = s end return table.concat(t)",
+      "local s = ('x'):rep(1e6) return s:gsub('x', ('y'):rep(1000))",
+      "local s, t = ('x'):rep(1e6), {} for i = 1, 200 do t[i] = s end "
+        .. "return string.format(('%s'):rep(200), table.unpack(t)):rep(5)",
     } do
       local err = fails(code, "evil.lua", { budget = SMALL })
       assert.matches("of memory while loading", err, 1, true)
     end
+    -- peak RSS grew by far less than one such string
+    assert.truthy(peak_kb() - before < 200 * 1024, "peak RSS grew by " .. (peak_kb() - before) .. " KiB")
   end)
 
   it("count instructions in every coroutine, and stop a wall-clock runaway", function()
