@@ -338,12 +338,11 @@ describe("spec strings (spec.load_string)", function()
     assert.matches("^spec: unknown key 'modle'", err)
     _, err = spec.load_string("{ model = 'test' }", "t.lua")
     assert.matches("^t.lua:1: ", err)
-    if pcall(require, "lyaml") then
-      assert.equal("y", assert(spec.load_string("model: test\nname: y\n", "agent.yaml")).name)
-      assert.equal("local", assert(spec.load_string("capabilities: [Sandbox]\n", "a.YML")).capabilities[1].backend)
-      _, err = spec.load_string("model: test\n  bad: indent\n", "agent.yml")
-      assert.matches("^agent.yml: not valid YAML", err)
-    end
+    -- YAML is lash's own loader (lash.core.yaml): always there
+    assert.equal("y", assert(spec.load_string("model: test\nname: y\n", "agent.yaml")).name)
+    assert.equal("local", assert(spec.load_string("capabilities: [Sandbox]\n", "a.YML")).capabilities[1].backend)
+    _, err = spec.load_string("model: test\n  bad: indent\n", "agent.yml")
+    assert.matches("^agent.yml: not valid YAML: line 2", err)
   end)
 
   it("refuse misuse", function()

@@ -3,21 +3,22 @@
 -- named capability types they can use (`lash.register_capability`).
 --
 -- **Lua** (`.lua`): a chunk that returns `lash.agent{...}` or a plain table
--- in the same shape. It is loaded as text (mode "t") into a fresh
--- environment holding the lash API (read-only) and the safe standard
--- library: no io, os.execute/exit/getenv/remove, dofile, debug,
--- collectgarbage or require of anything but "lash", and `load` takes text
--- only, into the spec's environment by default; each refused name
--- raises a message saying why. Loading runs under an instruction budget
--- and a memory budget, so an endless loop or a runaway allocation stops
--- with a clear error. The budget covers loading the spec (and coroutines
--- it creates), not the work its functions do later in a run: tool
--- handlers run under the process's memory limit (--memory-limit) and
--- their own timeouts. `trust = true` (`lash run --trust`) loads the file
--- with the full standard library and no budget.
+-- in the same shape. Without trust it is loaded as text (mode "t") into the
+-- environment lash.spec_env makes: a fresh read-only view of the lash API
+-- holding only what describes an agent, and the safe standard library (no
+-- io, os.execute/exit/getenv/remove, dofile, debug, collectgarbage, require
+-- of anything but "lash"; `load` takes text only). Each refused name says
+-- why. Loading runs under lash.core.budget: instructions (counted in every
+-- coroutine created while loading), wall-clock seconds, and memory enforced
+-- in the allocator (M.BUDGET). The budget covers loading, not the work the
+-- spec's functions do later in a run: tool handlers run under the process's
+-- memory limit (--memory-limit) and their own timeouts. `trust = true`
+-- (`lash run --trust`) loads with the full standard library and API and no
+-- budget.
 --
--- **YAML** (`.yaml`, `.yml`, through lyaml) and **JSON** (`.json`): the
--- reference's agent spec shape, e.g.
+-- **YAML** (`.yaml`, `.yml`, through lash.core.yaml) and **JSON** (`.json`),
+-- decoded under the same budgets and refused the same sandbox and model
+-- options unless trusted: the reference's agent spec shape, e.g.
 --
 --   model: anthropic:claude-sonnet-4-6
 --   instructions: Keep answers short.
@@ -244,7 +245,7 @@ local NOT_YET = {
   end_strategy = "lash always runs every tool call of a turn; remove it",
 }
 
--- Drop nulls (lyaml.null, json.null) from maps, recursively.
+-- Drop nulls (json.null, which the YAML loader also uses) from maps, recursively.
 local function denull(v, null_values)
   if type(v) ~= "table" then return v end
   local out = {}
