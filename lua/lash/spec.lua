@@ -125,7 +125,10 @@ local function sandbox_type(preset, positional)
     -- built first, so unknown or mistyped options get the capability's own
     -- message; building creates nothing
     local cap = require("lash.capabilities.sandbox").new(opts)
-    if info.untrusted then require("lash.spec_env").check_sandbox_options(opts, info.name) end
+    if info.untrusted then
+      require("lash.spec_env").check_sandbox_options(opts, info.name)
+      require("lash.spec_env").mark(cap)
+    end
     return cap
   end
 end

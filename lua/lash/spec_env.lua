@@ -107,6 +107,46 @@ function M.check_agent(def, where)
   check_model_options(def.model_options, where .. ": model_options")
 end
 
+-- Sandbox capabilities an untrusted spec built (weak: they go with it).
+-- The spec can change the fields of objects it holds, so the options are
+-- checked again where they are used: the backend call itself.
+local marked = setmetatable({}, { __mode = "k" })
+
+--- Mark a sandbox capability as built by an untrusted spec.
+function M.mark(cap)
+  marked[cap] = true
+  return cap
+end
+
+--- Was it built by an untrusted spec?
+function M.is_marked(cap)
+  return marked[cap] == true
+end
+
+-- Backend options (of lash.sandbox.create/open) a marked capability may pass.
+M.BACKEND_CALL = {
+  backend = true, timeout = true, workdir = true, env = true, image = true, app_name = true, app = true,
+  create_app_if_missing = true, cpu = true, memory = true,
+  network = M.SANDBOX_OPTIONS.network,
+}
+
+--- Refuse a backend call of a marked capability that passes more than an
+-- untrusted spec may set.
+-- @tparam table cap the sandbox capability
+-- @tparam table t the options for lash.sandbox.create or open
+function M.check_use(cap, t)
+  if not marked[cap] then return end
+  for k, v in pairs(t) do
+    local rule = M.BACKEND_CALL[k]
+    local why = rule == nil and "it changes what the sandbox can reach on this machine"
+      or type(rule) == "function" and rule(v) or nil
+    if why then
+      error("lash.sandbox_capability: option '" .. tostring(k) .. "' of a sandbox an untrusted spec described "
+        .. "is refused (" .. why .. "); set it from the trusted side: " .. trusted_fix(k), 0)
+    end
+  end
+end
+
 ---------------------------------------------------------------------------
 -- The view of lash
 
@@ -144,7 +184,7 @@ end
 local function sandbox_ctor(opts)
   local cap = L().sandbox_capability(opts)
   M.check_sandbox_options(opts, "lash.sandbox_capability")
-  return cap
+  return M.mark(cap)
 end
 
 --- The API, name by name: what the view holds (a function of the real
