@@ -45,7 +45,13 @@ describe("an untrusted spec", function()
   it("cannot make HTTP requests, spawn tasks or drive the loop while loading", function()
     assert.matches("lash.http is not available", fails("lash.http.request{url = 'http://127.0.0.1:1/'}"), 1, true)
     assert.matches("lash.spawn is not available", fails("lash.spawn(function() while true do end end)"), 1, true)
-    for _, name in ipairs { "sleep", "run", "step", "future", "register_capability", "core", "sys", "models" } do
+    -- waiting and encoding only from the spec's functions, later
+    assert.matches("lash.sleep is not available while a spec", fails("lash.sleep(1e9)"), 1, true)
+    assert.matches("lash.json.encode is not available while a spec", fails("lash.json.encode({})"), 1, true)
+    local a = assert(spec.load_string("return {model = 'test', values = {f = function() lash.sleep(0) "
+      .. "return lash.json.encode({1}) end}}", "ok.lua"))
+    assert.equal("[1]", a.values.f())
+    for _, name in ipairs { "run", "step", "future", "register_capability", "core", "sys", "models" } do
       assert.matches("lash." .. name .. " is not available", fails("lash." .. name .. "()"), 1, true)
     end
   end)

@@ -212,8 +212,21 @@ M.API = {
   log = function(l) return l.log end,
   version = function(l) return l.version end,
   json = function(l)
-    -- decoding only: the encoder's buffer is outside the Lua heap's budget
-    return read_only(pick(l.json, { "null", "array_mt", "array", "is_array", "decode", "try_decode" }), "json")
+    -- encoding from the spec's functions only: the encoder's buffer is
+    -- outside the Lua heap's budget, and shared subtables can make its
+    -- output exponential in what the spec built
+    local t = pick(l.json, { "null", "array_mt", "array", "is_array", "decode", "try_decode" })
+    for _, name in ipairs { "encode", "encode_canonical", "try_encode" } do
+      local f = l.json[name]
+      t[name] = function(...)
+        if l.core.budget.active() then
+          error("lash.json." .. name .. " is not available while a spec loaded without --trust is loading; "
+            .. "call it from the functions the spec defines, which run later", 2)
+        end
+        return f(...)
+      end
+    end
+    return read_only(t, "json")
   end,
   schema = function(l) return read_only(pick(l.schema, { "validate", "format_errors", "check" }), "schema") end,
   output = function(l)
@@ -224,7 +237,19 @@ M.API = {
   sandbox = refused("sandbox", "it creates, opens and lists sandboxes; describe one with "
     .. "lash.sandbox_capability{...} instead"),
   spawn = refused("spawn", "a task would outlive the spec's loading"),
-  sleep = refused("sleep", ACTS), future = refused("future", ACTS), run = refused("run", ACTS),
+  -- waiting is for the run (a model function, a tool); while the spec
+  -- loads it would block in C, where no budget can stop it
+  sleep = function(l)
+    local sleep = l.sleep
+    return function(seconds)
+      if l.core.budget.active() then
+        error("lash.sleep is not available while a spec loaded without --trust is loading (" .. ACTS
+          .. "); call it from the functions the spec defines, which run later", 2)
+      end
+      return sleep(seconds)
+    end
+  end,
+  future = refused("future", ACTS), run = refused("run", ACTS),
   step = refused("step", ACTS),
   load_spec = refused("load_spec", "it loads other specs, possibly trusted"),
   load_spec_string = refused("load_spec_string", "it loads other specs, possibly trusted"),
