@@ -8,7 +8,7 @@
 PREFIX    ?= /usr/local
 BUILD     ?= build
 CC        ?= cc
-PKGS      := lua5.4 libcurl
+PKGS      := lua5.4 libcurl yaml-0.1
 # `make deps` runs before pkg-config and the libraries exist.
 ifneq ($(MAKECMDGOALS),deps)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
@@ -52,7 +52,7 @@ $(BUILD)/liblash.so: $(LIB_OBJ)
 # interpreter provides the symbols.
 $(BUILD)/lash/core.so: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libcurl) -lm
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libcurl yaml-0.1) -lm
 
 $(BUILD)/bin/lash: $(BUILD)/obj/main.o $(BUILD)/liblash.a
 	@mkdir -p $(dir $@)
@@ -64,7 +64,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash.a $(HDRS)
 
 $(BUILD)/lash.pc: Makefile
 	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lash\nDescription: embeddable Lua-scriptable agent harness\nVersion: %s\nRequires.private: lua5.4 libcurl\nCflags: -I$${includedir}\nLibs: -L$${libdir} -llash\nLibs.private: -lm -ldl\n' '$(PREFIX)' '$(VERSION)' > $@
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lash\nDescription: embeddable Lua-scriptable agent harness\nVersion: %s\nRequires.private: lua5.4 libcurl yaml-0.1\nCflags: -I$${includedir}\nLibs: -L$${libdir} -llash\nLibs.private: -lm -ldl\n' '$(PREFIX)' '$(VERSION)' > $@
 
 # ---- tests -------------------------------------------------------------
 

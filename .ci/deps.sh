@@ -7,8 +7,10 @@ set -euo pipefail
 PKGS=(
   # the build: the CLI, the libraries, the Lua module
   build-essential pkg-config lua5.4 liblua5.4-dev libcurl4-openssl-dev
-  # at run time: JSON and YAML modules, the local sandbox
-  lua-cjson lua-yaml bubblewrap
+  # the build: the YAML loader (src/yaml.c) over libyaml
+  libyaml-dev
+  # at run time: the JSON module, the local sandbox
+  lua-cjson bubblewrap
   # make test: busted specs, the rockspec test
   lua-busted luarocks
   # make test: the fake Modal server (gRPC) and the golden protobuf bytes;

@@ -35,7 +35,8 @@ void lsb_limits_default(lsb_limits *l) {
   l->address_space = 8ull << 30;   /* runtimes reserve far more than they use */
   l->cpu_seconds = 3600;
   l->open_files = 4096;
-  l->processes = 2048;             /* per host uid: a fork bomb stops here */
+  l->processes = 2048;             /* per host uid, and as root each sandbox
+                                   ** has its own (LSB_UID_BASE) */
   l->file_size = 8ull << 30;
 }
 
@@ -145,6 +146,12 @@ int lsb_jail_argv(const lsb_jail *j, const char *const *argv, lsb_argv *out) {
   lsb_argv_add(out, "--unshare-uts");
   lsb_argv_add(out, "--unshare-cgroup-try");
   if (!j->network) lsb_argv_add(out, "--unshare-net");
+  if (j->inner_uid > 0) {
+    lsb_argv_add(out, "--uid");
+    lsb_argv_addf(out, "%d", j->inner_uid);
+    lsb_argv_add(out, "--gid");
+    lsb_argv_addf(out, "%d", j->inner_uid);
+  }
   if (j->disable_userns) lsb_argv_add(out, "--disable-userns");
   lsb_argv_add(out, "--die-with-parent");
   lsb_argv_add(out, "--new-session");
@@ -163,6 +170,16 @@ int lsb_jail_argv(const lsb_jail *j, const char *const *argv, lsb_argv *out) {
     case LSB_HOW_DEV:
       lsb_argv_add(out, "--dev");
       lsb_argv_add(out, m->view);
+      /* shared memory in a tmpfs of the jail's own, bounded in size,
+      ** instead of a directory of bwrap's /dev */
+      if (strcmp(m->view, "/dev") == 0) {
+        lsb_argv_add(out, "--perms");
+        lsb_argv_add(out, "1777");
+        lsb_argv_add(out, "--size");
+        lsb_argv_addf(out, "%llu", (unsigned long long)LSB_SHM_BYTES);
+        lsb_argv_add(out, "--tmpfs");
+        lsb_argv_add(out, "/dev/shm");
+      }
       break;
     case LSB_HOW_TMPFS:
       lsb_argv_add(out, "--tmpfs");

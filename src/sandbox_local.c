@@ -641,6 +641,28 @@ static int local_create(lua_State *L) {
   /* the metadata, built before anything exists on disk */
   if ((rc = lsb_id_new(id)) != 0)
     luaL_error(L, "cannot generate an id: %s", strerror(-rc));
+  if (geteuid() != 0 && !none) {
+    /* no uid of its own without root: say so, once per state */
+    lua_getfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.shared_uid_warned");
+    if (!lua_toboolean(L, -1)) {
+      lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
+                       "local sandboxes of uid %d share that uid's process "
+                       "count (RLIMIT_NPROC): a fork bomb in one can stop "
+                       "commands in the others and in your session. Run lash "
+                       "as root to give each sandbox a uid of its own",
+                       (int)getuid());
+      lua_pushboolean(L, 1);
+      lua_setfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.shared_uid_warned");
+    }
+    lua_pop(L, 1);
+  }
+  if (geteuid() == 0 && !none) {
+    /* a host uid of its own (see LSB_UID_BASE), picked at random */
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) r = (uint32_t)getpid() ^ (uint32_t)time(NULL);
+    uid = (uid_t)(LSB_UID_BASE + r % LSB_UID_RANGE);
+    gid = (gid_t)uid;
+  }
   lua_createtable(L, 0, 16);
   meta_idx = lua_gettop(L);
   lua_pushinteger(L, 1);
@@ -1213,6 +1235,7 @@ static int local_exec(lua_State *L) {
     j.network = m.network;
     j.disable_userns = m.disable_userns;
     j.env = (const char *const *)envs.v;
+    j.inner_uid = m.drop && m.uid >= LSB_UID_BASE ? LSB_INNER_UID : 0;
     rc = lsb_jail_argv(&j, NULL, &jargv);
     stage = "argv";
     if (!rc && (argv.oom || envs.oom)) rc = -ENOMEM;

@@ -246,8 +246,19 @@ void lsb_argv_add(lsb_argv *a, const char *s);
 void lsb_argv_addf(lsb_argv *a, const char *fmt, ...);
 void lsb_argv_free(lsb_argv *a);
 
+/* As root, each jailed sandbox runs as its own host uid (and gid), drawn
+** from this reserved range at creation: RLIMIT_NPROC and every per-uid
+** count are then the sandbox's own, so a fork bomb in one cannot starve
+** another. Inside the jail it is mapped to 65534 (nobody). */
+#define LSB_UID_BASE 1593835520u
+#define LSB_UID_RANGE (1u << 20)
+#define LSB_INNER_UID 65534
+/* The jail's private /dev/shm: a tmpfs of its own, this big at most. */
+#define LSB_SHM_BYTES (64ull << 20)
+
 typedef struct lsb_jail {
   const char *bwrap;          /* path of the bwrap binary */
+  int inner_uid;              /* > 0: --uid/--gid inside the namespace */
   const lsb_view *view;
   const char *cwd;            /* normalized view path */
   int network;                /* 1: share the host's network */

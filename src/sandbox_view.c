@@ -366,10 +366,16 @@ static int do_stat(lsb_view *v, const lsb_fileop *op, int out) {
   memset(&st, 0, sizeof st);
   if (r.synthetic) {
     st.st_mode = S_IFDIR | 0755;
-  } else if (fstatat(r.mount->fd, r.rel, &st,
-                     AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0) {
-    e = errno;
-    return reply(out, errno_code(e), e, 0, 0);
+  } else {
+    /* through openat2 as well: a parent swapped for a symlink fails */
+    int fd = r.rel[0] ? open_beneath(r.mount->fd, r.rel, O_PATH | O_NOFOLLOW, 0)
+                      : dup(r.mount->fd);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+      e = errno;
+      if (fd >= 0) close(fd);
+      return reply(out, errno_code(e), e, 0, 0);
+    }
+    close(fd);
   }
   memset(&rep, 0, sizeof rep);
   rep.a = st.st_size;
@@ -427,34 +433,41 @@ static int do_write(lsb_view *v, const lsb_fileop *op, int out) {
   if (r.synthetic) return reply(out, LSB_E_ISDIR, EISDIR, 0, 0);
   if (r.mount->kind != LSB_MNT_RW) return reply(out, LSB_E_READONLY, EROFS, 0, 0);
   if (strcmp(r.view, r.mount->view) == 0) return reply(out, LSB_E_ISDIR, EISDIR, 0, 0);
-  if (r.missing) {
-    /* create the missing parents one by one: each is new, so none is a
-    ** symlink someone planted */
+  /* Walk the parents one component at a time, each opened relative to the
+  ** previous one's fd with no symlink allowed (openat2 RESOLVE_BENEATH |
+  ** RESOLVE_NO_SYMLINKS, or O_NOFOLLOW per component), creating the missing
+  ** ones: a parent swapped for a symlink between the check and the use
+  ** fails the walk instead of leading it outside the sandbox. */
+  {
     char rel[LSB_PATH_MAX];
-    size_t mlen = strlen(r.mount->view);
-    size_t base = strcmp(r.mount->view, "/") == 0 ? 1 : mlen + 1;
-    size_t i, start = r.missing_at > base ? r.missing_at : base;
-    const char *view = r.view;
-    size_t vlen = strlen(view);
-    for (i = start; i < vlen; i++) {
-      if (view[i] != '/') continue;
-      if (i - base >= sizeof rel) return reply(out, LSB_E_NAMETOOLONG, 0, 0, 0);
-      memcpy(rel, view + base, i - base);
-      rel[i - base] = '\0';
-      if (mkdirat(r.mount->fd, rel, 0755) != 0 && errno != EEXIST) {
+    char *comp, *slash;
+    int dfd = r.mount->fd;
+    if (strlen(r.rel) >= sizeof rel) return reply(out, LSB_E_NAMETOOLONG, 0, 0, 0);
+    memcpy(rel, r.rel, strlen(r.rel) + 1);
+    comp = rel;
+    while ((slash = strchr(comp, '/')) != NULL) {
+      int nfd;
+      *slash = '\0';
+      if (*comp && strcmp(comp, ".") != 0) {
+        if (r.missing && mkdirat(dfd, comp, 0755) != 0 && errno != EEXIST) {
+          e = errno;
+          if (dfd != r.mount->fd) close(dfd);
+          return reply(out, errno_code(e), e, 0, 0);
+        }
+        nfd = open_beneath(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOCTTY, 0);
         e = errno;
-        return reply(out, errno_code(e), e, 0, 0);
+        if (dfd != r.mount->fd) close(dfd);
+        if (nfd < 0) return reply(out, e == ENOTDIR ? LSB_E_EXISTS : errno_code(e), e, 0, 0);
+        dfd = nfd;
       }
-      {
-        struct stat st;
-        if (fstatat(r.mount->fd, rel, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISDIR(st.st_mode))
-          return reply(out, LSB_E_EXISTS, EEXIST, 0, 0);
-      }
+      comp = slash + 1;
     }
+    fd = open_beneath(dfd, comp, O_WRONLY | O_CREAT | O_TRUNC |
+                      O_NOCTTY | O_NONBLOCK, 0644);
+    e = errno;
+    if (dfd != r.mount->fd) close(dfd);
+    errno = e;
   }
-  fd = open_beneath(r.mount->fd, r.rel, O_WRONLY | O_CREAT | O_TRUNC |
-                    O_NOCTTY | O_NONBLOCK, 0644);
   if (fd < 0) {
     e = errno;
     return reply(out, errno_code(e), e, 0, 0);

@@ -71,9 +71,13 @@ local function new_error(kind, message, fields)
   return lash().error(kind, message, fields)
 end
 
-local DEFAULT_LIMITS = { max_steps = 50 }
+-- max_calls_per_turn and max_concurrent_tools bound what one model turn
+-- can start: a model asking for 10,000 calls gets 64 run, at most 8 at a
+-- time, and a result for each of the others telling it the cap.
+local DEFAULT_LIMITS = { max_steps = 50, max_calls_per_turn = 64, max_concurrent_tools = 8 }
 local LIMIT_KEYS = { max_steps = true, max_tool_calls = true, max_input_tokens = true,
-                     max_output_tokens = true, max_total_tokens = true }
+                     max_output_tokens = true, max_total_tokens = true, max_calls_per_turn = true,
+                     max_concurrent_tools = true }
 
 local AGENT_FIELDS = {
   name = "string", description = "string", model = true, instructions = true, tools = "table",
@@ -455,16 +459,22 @@ local function exec_and_report(run, item)
   return finish_item(run, item, exec_item(run, item), started)
 end
 
--- Run the items concurrently; cancel the rest when one fails.
+-- Run the items concurrently, at most `max_concurrent_tools` at a time
+-- (workers taking the next item in order); cancel the rest when one fails.
 local function exec_concurrently(run, items)
   local L = lash()
   local n = #items
   local results, tasks = {}, {}
   local remaining, failure = n, nil
   local all = L.future()
-  for i, item in ipairs(items) do
-    tasks[i] = L.spawn(function()
-      local ok, r = pcall(exec_and_report, run, item)
+  local nextitem = 0
+  local width = run.limits.max_concurrent_tools
+  if not width or width < 1 then width = n end
+  local function worker()
+    while failure == nil and nextitem < n do
+      nextitem = nextitem + 1
+      local i = nextitem
+      local ok, r = pcall(exec_and_report, run, items[i])
       if ok then
         results[i] = r
       elseif failure == nil then
@@ -473,8 +483,9 @@ local function exec_concurrently(run, items)
       end
       remaining = remaining - 1
       if remaining == 0 then all:set() end
-    end)
+    end
   end
+  for w = 1, math.min(width, n) do tasks[w] = L.spawn(worker) end
   local ok, err = pcall(all.wait, all)
   if not ok or failure then
     for _, t in ipairs(tasks) do t:cancel() end
@@ -559,6 +570,16 @@ end
 -- Run the calls of the last assistant turn; returns pending calls when
 -- approval is needed and nobody can give it now.
 local function run_calls(run, calls)
+  -- past the per-turn cap, calls are answered, not run
+  local cap = run.limits.max_calls_per_turn
+  local capped = {}
+  if cap and cap > 0 and #calls > cap then
+    local keep = {}
+    for i, p in ipairs(calls) do
+      if i <= cap then keep[i] = p else capped[#capped + 1] = p end
+    end
+    calls = keep
+  end
   local items, pending = prepare_calls(run, calls)
   if #pending > 0 then return pending end
   check_tool_call_limit(run, items)
@@ -578,6 +599,11 @@ local function run_calls(run, calls)
   for i, it in ipairs(items) do
     parts[i] = { type = "tool_result", id = it.part.id, name = it.part.name,
                  content = results[i].content, status = results[i].status }
+  end
+  for _, p in ipairs(capped) do
+    parts[#parts + 1] = { type = "tool_result", id = p.id, name = p.name, status = "retry",
+      content = string.format("Not run: this turn asked for %d tool calls and at most %d run per turn "
+        .. "(limits.max_calls_per_turn). Call the ones still needed in your next turn.", #calls + #capped, cap) }
   end
   run.messages[#run.messages + 1] = { role = "user", parts = parts }
   account_retries(run, items, results)

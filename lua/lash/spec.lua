@@ -3,21 +3,22 @@
 -- named capability types they can use (`lash.register_capability`).
 --
 -- **Lua** (`.lua`): a chunk that returns `lash.agent{...}` or a plain table
--- in the same shape. It is loaded as text (mode "t") into a fresh
--- environment holding the lash API (read-only) and the safe standard
--- library: no io, os.execute/exit/getenv/remove, dofile, debug,
--- collectgarbage or require of anything but "lash", and `load` takes text
--- only, into the spec's environment by default; each refused name
--- raises a message saying why. Loading runs under an instruction budget
--- and a memory budget, so an endless loop or a runaway allocation stops
--- with a clear error. The budget covers loading the spec (and coroutines
--- it creates), not the work its functions do later in a run: tool
--- handlers run under the process's memory limit (--memory-limit) and
--- their own timeouts. `trust = true` (`lash run --trust`) loads the file
--- with the full standard library and no budget.
+-- in the same shape. Without trust it is loaded as text (mode "t") into the
+-- environment lash.spec_env makes: a fresh read-only view of the lash API
+-- holding only what describes an agent, and the safe standard library (no
+-- io, os.execute/exit/getenv/remove, dofile, debug, collectgarbage, require
+-- of anything but "lash"; `load` takes text only). Each refused name says
+-- why. Loading runs under lash.core.budget: instructions (counted in every
+-- coroutine created while loading), wall-clock seconds, and memory enforced
+-- in the allocator (M.BUDGET). The budget covers loading, not the work the
+-- spec's functions do later in a run: tool handlers run under the process's
+-- memory limit (--memory-limit) and their own timeouts. `trust = true`
+-- (`lash run --trust`) loads with the full standard library and API and no
+-- budget.
 --
--- **YAML** (`.yaml`, `.yml`, through lyaml) and **JSON** (`.json`): the
--- reference's agent spec shape, e.g.
+-- **YAML** (`.yaml`, `.yml`, through lash.core.yaml) and **JSON** (`.json`),
+-- decoded under the same budgets and refused the same sandbox and model
+-- options unless trusted: the reference's agent spec shape, e.g.
 --
 --   model: anthropic:claude-sonnet-4-6
 --   instructions: Keep answers short.
@@ -41,7 +42,7 @@ local json = require "lash.json"
 local M = {}
 
 --- The default budget for loading a Lua spec without trust.
-M.BUDGET = { instructions = 10000000, memory = 64 * 1024 * 1024 }
+M.BUDGET = { instructions = 10000000, memory = 64 * 1024 * 1024, seconds = 10 }
 
 local function L()
   return require "lash"
@@ -121,7 +122,14 @@ local function sandbox_type(preset, positional)
       end
       opts.backend = preset
     end
-    return require("lash.capabilities.sandbox").new(opts)
+    -- built first, so unknown or mistyped options get the capability's own
+    -- message; building creates nothing
+    local cap = require("lash.capabilities.sandbox").new(opts)
+    if info.untrusted then
+      require("lash.spec_env").check_sandbox_options(opts, info.name)
+      require("lash.spec_env").mark(cap)
+    end
+    return cap
   end
 end
 
@@ -141,7 +149,7 @@ builtin.PrefixTools = function(arg, info)
     end
   end
   if arg.capability == nil then error("give the capability to prefix: {prefix: x, capability: Sandbox}", 0) end
-  local inner = build_entry(arg.capability, info.where .. ".capability", info.from_file)
+  local inner = build_entry(arg.capability, info.where .. ".capability", info.from_file, info.untrusted)
   return L().prefix_tools { prefix = arg.prefix, capability = inner }
 end
 
@@ -166,7 +174,10 @@ end
 -- @param e `"Name"`, `{Name = arg}`
 -- @tparam string where for messages, e.g. "capabilities[2]"
 -- @tparam boolean from_file YAML/JSON (no `session`)
-function build_entry(e, where, from_file)
+-- @tparam boolean untrusted the spec was loaded without trust: the
+--   constructor gets `info.untrusted` and the sandbox types refuse the
+--   options lash.spec_env does not allow
+function build_entry(e, where, from_file, untrusted)
   local name, arg = entry_form(e)
   if not name then
     if type(e) == "table" then
@@ -185,7 +196,7 @@ function build_entry(e, where, from_file)
       .. table.concat(names(), ", ") .. "]. Register a custom one from Lua with "
       .. "lash.register_capability(name, constructor).", 0)
   end
-  local ok, cap = pcall(ctor, arg, { name = name, where = where, from_file = from_file })
+  local ok, cap = pcall(ctor, arg, { name = name, where = where, from_file = from_file, untrusted = untrusted })
   if not ok then
     local msg = type(cap) == "table" and cap.message or cap
     if tostring(msg):find(where, 1, true) == 1 then error(msg, 0) end
@@ -206,7 +217,7 @@ end
 --- Resolve the capability entries of a spec table in place: names and
 -- `{Name: arg}` become capabilities; capabilities and lash.capability
 -- definitions are left as they are.
-function M.resolve_capabilities(list, from_file)
+function M.resolve_capabilities(list, from_file, untrusted)
   if list == nil then return nil end
   if type(list) ~= "table" then error("capabilities must be a list, got " .. type(list), 0) end
   local out = {}
@@ -215,7 +226,7 @@ function M.resolve_capabilities(list, from_file)
     if is_capability_value(e) then
       out[i] = e
     elseif from_file or entry_form(e) then
-      out[i] = build_entry(e, where, from_file)
+      out[i] = build_entry(e, where, from_file, untrusted)
     else
       out[i] = e
     end
@@ -237,7 +248,7 @@ local NOT_YET = {
   end_strategy = "lash always runs every tool call of a turn; remove it",
 }
 
--- Drop nulls (lyaml.null, json.null) from maps, recursively.
+-- Drop nulls (json.null, which the YAML loader also uses) from maps, recursively.
 local function denull(v, null_values)
   if type(v) ~= "table" then return v end
   local out = {}
@@ -252,7 +263,7 @@ end
 -- @tparam[opt="spec"] string where for messages
 -- @treturn agent
 -- @raise a message naming the key and the fix
-function M.from_table(t, where)
+function M.from_table(t, where, trusted)
   where = where or "spec"
   if type(t) ~= "table" or t[1] ~= nil then
     error(where .. ": the spec must be a mapping of keys (model, instructions, capabilities, ...), got "
@@ -282,7 +293,8 @@ function M.from_table(t, where)
       end
     end
   end
-  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, true)
+  if not trusted then require("lash.spec_env").check_agent(def, where) end
+  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, true, not trusted)
   if not ok then error(where .. ": " .. tostring(caps), 0) end
   def.capabilities = caps
   local ok2, agent = pcall(L().agent, def)
@@ -291,14 +303,9 @@ function M.from_table(t, where)
 end
 
 local function decode_yaml(text, path)
-  local ok, lyaml = pcall(require, "lyaml")
-  if not ok then
-    error(path .. ": YAML specs need lyaml (Debian: apt-get install lua-yaml; LuaRocks: luarocks install "
-      .. "lyaml), or write the spec as JSON or Lua", 0)
-  end
-  local ok2, t = pcall(lyaml.load, text)
-  if not ok2 then error(path .. ": not valid YAML: " .. tostring(t), 0) end
-  return denull(t, { [lyaml.null] = true, [json.null] = true })
+  local t, err = require("lash.core").yaml.decode(text, { null = json.null, max_nodes = 100000, max_depth = 64 })
+  if t == nil and err then error(path .. ": not valid YAML: " .. tostring(err), 0) end
+  return denull(t, { [json.null] = true })
 end
 
 local function decode_json(text, path)
@@ -310,131 +317,6 @@ end
 ---------------------------------------------------------------------------
 -- Lua specs
 
-local function refuse(what)
-  return function()
-    error(what .. " is not available to a spec loaded without --trust (a spec gets the lash API and the safe "
-      .. "standard library). Pass --trust (or trust = true) to load it with the full standard library.", 2)
-  end
-end
-
-local function refusing_table(name)
-  return setmetatable({}, {
-    __index = function(_, k) return refuse(name .. "." .. tostring(k)) end,
-    __newindex = function() error(name .. " is not available to a spec loaded without --trust", 2) end,
-  })
-end
-
-local function copy(t)
-  local out = {}
-  for k, v in pairs(t) do out[k] = v end
-  return out
-end
-
-local function read_only(t, name)
-  return setmetatable({}, {
-    __index = t,
-    __newindex = function(_, k)
-      error("the " .. name .. " table is read-only in a spec (tried to set '" .. tostring(k) .. "')", 2)
-    end,
-    __metatable = false,
-  })
-end
-
--- The environment of a spec loaded without trust, and what it needs
--- while running: the hook that enforces the budget, the safe string table
--- (bounded rep) to install as the strings' __index.
-local function safe_env(budget)
-  local lash = L()
-  local count, limit_kb = 0, nil
-  local state = {}
-  local function over_memory()
-    if collectgarbage("count") <= limit_kb then return false end
-    collectgarbage("collect")
-    return collectgarbage("count") > limit_kb
-  end
-  local function hook()
-    count = count + 1
-    if count > budget.instructions then
-      state.exceeded = "instructions"
-      error("the spec's instruction budget is spent", 0)
-    end
-    if over_memory() then
-      state.exceeded = "memory"
-      error("the spec's memory budget is spent", 0)
-    end
-  end
-  function state.start()
-    collectgarbage("collect")
-    count, limit_kb = 0, collectgarbage("count") + budget.memory / 1024
-  end
-  function state.hook_thread(co)
-    debug.sethook(co, hook, "", 1)
-    return co
-  end
-  local sstring = copy(string)
-  sstring.dump = refuse("string.dump")
-  sstring.rep = function(s, n, sep)
-    s = tostring(s)
-    local reps = math.tointeger(n) or math.floor(tonumber(n) or 0)
-    local size = #s * math.max(reps, 0) + #(sep or "") * math.max(reps - 1, 0)
-    if size > budget.memory or collectgarbage("count") + size / 1024 > limit_kb then
-      state.exceeded = "memory"
-      error("string.rep of " .. math.floor(size) .. " bytes would pass the spec's memory budget", 2)
-    end
-    return string.rep(s, n, sep)
-  end
-  state.string = sstring
-  local co = copy(coroutine)
-  co.create = function(f) return state.hook_thread(coroutine.create(f)) end
-  co.wrap = function(f)
-    local c = co.create(f)
-    return function(...)
-      local r = table.pack(coroutine.resume(c, ...))
-      if not r[1] then error(r[2], 0) end
-      return table.unpack(r, 2, r.n)
-    end
-  end
-  local env = {
-    _VERSION = _VERSION, assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs,
-    pcall = pcall, select = select, tonumber = tonumber, tostring = tostring, type = type, xpcall = xpcall,
-    rawequal = rawequal, rawget = rawget, rawset = rawset, rawlen = rawlen, setmetatable = setmetatable,
-    getmetatable = function(v)
-      if type(v) == "table" then return getmetatable(v) end
-      return nil
-    end,
-    print = function(...)
-      local t = table.pack(...)
-      for i = 1, t.n do t[i] = tostring(t[i]) end
-      io.stderr:write(table.concat(t, "\t", 1, t.n), "\n")
-    end,
-    string = read_only(sstring, "string"), table = read_only(copy(table), "table"),
-    math = read_only(copy(math), "math"), utf8 = read_only(copy(utf8), "utf8"),
-    coroutine = read_only(co, "coroutine"),
-    os = setmetatable({ clock = os.clock, date = os.date, time = os.time, difftime = os.difftime }, {
-      __index = function(_, k) return refuse("os." .. tostring(k)) end,
-    }),
-    io = refusing_table("io"), debug = refusing_table("debug"), package = refusing_table("package"),
-    loadfile = refuse("loadfile"), dofile = refuse("dofile"),
-    collectgarbage = refuse("collectgarbage"),
-  }
-  local api = read_only(lash, "lash")
-  env.lash = api
-  env.require = function(name)
-    if name == "lash" then return api end
-    error("require '" .. tostring(name) .. "' is not available to a spec loaded without --trust; the lash API "
-      .. "is the global `lash` (and require \"lash\"). Pass --trust to load other modules.", 2)
-  end
-  -- text only, and into the spec's own environment unless given another
-  env.load = function(chunk, name, mode, e)
-    if mode ~= nil and mode ~= "t" then
-      error("load: only text chunks (mode \"t\") can be loaded by a spec loaded without --trust", 2)
-    end
-    return load(chunk, name, "t", e == nil and env or e)
-  end
-  env._G = env
-  return env, state
-end
-
 local function describe_error(e)
   if type(e) == "table" then
     if e.message then return tostring(e.message) end
@@ -443,42 +325,51 @@ local function describe_error(e)
   return tostring(e)
 end
 
-local function run_budgeted(chunk, path, budget, state)
-  local smt = getmetatable("")
-  local saved = smt.__index
-  state.start()
-  local co = state.hook_thread(coroutine.create(chunk))
-  smt.__index = state.string
-  local ok, res = coroutine.resume(co)
-  smt.__index = saved
-  if coroutine.status(co) == "suspended" then
-    coroutine.close(co)
-    collectgarbage("collect")
-    error(path .. ": the spec yielded while loading; a spec returns its agent", 0)
-  end
-  coroutine.close(co)
-  if not ok then
-    local exceeded = state.exceeded
-    res = describe_error(res)
-    collectgarbage("collect")
-    if exceeded == "instructions" then
-      error(path .. ": the spec ran past its budget of " .. budget.instructions .. " Lua instructions while "
-        .. "loading (an endless loop?). A spec should only build the agent; pass --trust to load it without "
-        .. "limits.", 0)
-    elseif exceeded == "memory" then
-      error(path .. ": the spec used more than " .. require("lash.core").output.format_size(budget.memory)
-        .. " of memory while loading (a runaway allocation?): " .. res .. ". A spec should only build the "
-        .. "agent; pass --trust to load it without limits.", 0)
-    end
-    if res:find("not enough memory", 1, true) then
-      error(path .. ": the spec ran out of memory while loading (a runaway allocation?)", 0)
-    end
-    error(res:find(path, 1, true) == 1 and res or (path .. ": " .. res), 0)
-  end
-  return res
+local function format_size(n)
+  return require("lash.core").output.format_size(n)
 end
 
-local function to_agent(spec, path)
+-- The message for a spent budget, naming it and --trust.
+local function budget_message(path, exceeded, budget, detail)
+  if exceeded == "instructions" then
+    return path .. ": the spec ran past its budget of " .. budget.instructions .. " Lua instructions while "
+      .. "loading (an endless loop?). A spec should only build the agent; pass --trust to load it without "
+      .. "limits."
+  elseif exceeded == "memory" then
+    return path .. ": the spec used more than " .. format_size(budget.memory) .. " of memory while loading "
+      .. "(a runaway allocation?)" .. (detail and (": " .. detail) or "") .. ". A spec should only build "
+      .. "the agent; pass --trust to load it without limits."
+  elseif exceeded == "time" then
+    return path .. ": the spec took longer than its budget of " .. budget.seconds .. " s to load. A spec "
+      .. "should only build the agent; pass --trust to load it without limits."
+  end
+end
+
+--- Run fn(...) under a loading budget; return its result or raise the
+-- message (naming the budget spent and --trust).
+-- @local
+function M.run_budgeted(fn, path, budget, string_index)
+  local smt = getmetatable("")
+  local saved = smt.__index
+  if string_index then smt.__index = string_index end
+  local ok, res, exceeded = require("lash.core").budget.run(fn, budget)
+  smt.__index = saved
+  if ok then return res end
+  local msg = describe_error(res)
+  if exceeded then error(budget_message(path, exceeded, budget, msg ~= "not enough memory" and msg or nil), 0) end
+  if msg:find("not enough memory", 1, true) then
+    error(path .. ": the spec ran out of memory while loading (a runaway allocation?)", 0)
+  end
+  error(msg:find(path, 1, true) == 1 and msg or (path .. ": " .. msg), 0)
+end
+
+local function budget_of(opts)
+  local b = opts.budget or {}
+  return { instructions = b.instructions or M.BUDGET.instructions, memory = b.memory or M.BUDGET.memory,
+           seconds = b.seconds or M.BUDGET.seconds }
+end
+
+local function to_agent(spec, path, trusted)
   local agent = require "lash.agent"
   if agent.is_agent(spec) then return spec end
   if type(spec) ~= "table" then
@@ -486,7 +377,8 @@ local function to_agent(spec, path)
   end
   local def = {}
   for k, v in pairs(spec) do def[k] = v end
-  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, false)
+  if not trusted then require("lash.spec_env").check_agent(def, path) end
+  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, false, not trusted)
   if not ok then error(path .. ": " .. tostring(caps), 0) end
   def.capabilities = caps
   local ok2, a = pcall(L().agent, def)
@@ -507,12 +399,10 @@ local function load_lua(text, path, chunkname, opts)
     end
     return spec
   end
-  local budget = { instructions = (opts.budget or {}).instructions or M.BUDGET.instructions,
-                   memory = (opts.budget or {}).memory or M.BUDGET.memory }
-  local env, state = safe_env(budget)
+  local env, sstring = require("lash.spec_env").env()
   local chunk, err = load(text, chunkname, "t", env)
   if not chunk then error(err, 0) end
-  return run_budgeted(chunk, path, budget, state)
+  return M.run_budgeted(chunk, path, budget_of(opts), sstring)
 end
 
 ---------------------------------------------------------------------------
@@ -543,9 +433,15 @@ end
 -- `label` starts every message (the path, or the string's name).
 local function build(text, label, chunkname, format, opts)
   local ok, agent = pcall(function()
-    if format == "lua" then return to_agent(load_lua(text, label, chunkname, opts), label) end
-    local t = format == "yaml" and decode_yaml(text, label) or decode_json(text, label)
-    return M.from_table(t, label)
+    if format == "lua" then return to_agent(load_lua(text, label, chunkname, opts), label, opts.trust) end
+    local decode = format == "yaml" and decode_yaml or decode_json
+    local t
+    if opts.trust then
+      t = decode(text, label)
+    else
+      t = M.run_budgeted(function() return decode(text, label) end, label, budget_of(opts))
+    end
+    return M.from_table(t, label, opts.trust)
   end)
   if not ok then return nil, describe_error(agent) end
   local sandbox = require "lash.capabilities.sandbox"

@@ -131,6 +131,65 @@ sleep 0.5
 check "  nothing of it survives" test "$(leftovers 'bom[b]')" = 0
 check "  and the host keeps working" host_ok
 
+# --- one sandbox's fork bomb against another's commands ----------------------
+# Both at the default process limit (2048, counted per host uid). As root
+# every sandbox has a host uid of its own, so B keeps running commands; as
+# another user all sandboxes share that user's uid and lash cannot separate
+# them without a delegated cgroup, so the case is skipped there.
+if [ "$(id -u)" = 0 ]; then
+  A=$(sb create --timeout 600); B=$(sb create --timeout 600)
+  ( sb exec "$A" --timeout 15 -- sh -c 'bomb() { bomb | bomb & }; bomb; sleep 30' >/dev/null 2>&1 & )
+  sleep 4
+  out=$(sb exec "$B" --timeout 10 -- sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true || exit 1; done; echo alive' 2>&1)
+  check "while a fork bomb runs in sandbox A, sandbox B still runs commands ($out)" test "$out" = alive
+  a_uid=$(grep -o '"uid": *[0-9]*' "$LASH_SANDBOX_ROOT/$A/meta.json" | grep -o '[0-9]*$')
+  b_uid=$(grep -o '"uid": *[0-9]*' "$LASH_SANDBOX_ROOT/$B/meta.json" | grep -o '[0-9]*$')
+  check "  each sandbox holds its own host uid ($a_uid, $b_uid)" test -n "$a_uid" -a "$a_uid" != "$b_uid" -a "${a_uid:-0}" -ge 1593835520
+  for _ in $(seq 40); do [ "$(leftovers 'bom[b]')" = 0 ] && break; sleep 0.5; done
+  sb destroy "$A"; sb destroy "$B"
+else
+  n=$((n+1)); echo "ok $n - # SKIP sandbox A vs B fork bomb: as uid $(id -u) every sandbox shares this uid's process count (lash separates them by uid only as root)"
+fi
+
+# --- /dev/shm ---------------------------------------------------------------
+jail 'df -k /dev/shm | tail -1 | awk "{print \$2}"; dd if=/dev/zero of=/dev/shm/big bs=1M count=200 2>/dev/null; echo "dd $?"; ls /dev/shm'
+set -- $out x x x
+check "/dev/shm is the jail's own tmpfs, 64 MiB at most (${1} KiB)" test "$1" = 65536
+check "  filling it fails at its size, not in host RAM ($2 $3)" test "$3" != 0
+check "  and the host's /dev/shm did not get it" test ! -e /dev/shm/big
+
+# --- write_file into parents swapped for a symlink ---------------------------
+# A process in the jail exchanges a directory d with a symlink to a host
+# directory (renameat2 RENAME_EXCHANGE, as fast as it can) while write_file
+# creates d/eN/f: a parent followed by path instead of by fd lands on the host.
+if command -v python3 >/dev/null; then
+  tgt=$(mktemp -d /tmp/lash-containment-target.XXXXXX); chmod 777 "$tgt"
+  "$LASH" eval "
+    local sb = lash.sandbox.open('$ID')
+    local swap = lash.spawn(function()
+      return sb:exec({'python3', '-c', [[
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+os.mkdir('d'); os.symlink('$tgt', 'l')
+end = time.time() + 5
+while time.time() < end:
+    libc.renameat2(-100, b'd', -100, b'l', 2)
+]]}, {timeout = 20})
+    end)
+    lash.sleep(0.3)
+    local n, t0 = 0, lash.now()
+    while lash.now() - t0 < 4 do
+      n = n + 1
+      pcall(sb.write_file, sb, 'd/e' .. n .. '/f', 'x')
+    end
+    swap:join()
+    return n" >"$work/race" 2>&1
+  check "racing a parent swap, write_file never creates anything outside ($(cat "$work/race") writes, $(ls -A "$tgt" | wc -l) escaped)" \
+    test "$(ls -A "$tgt" | wc -l)" = 0
+  rm -rf "$tgt"
+  jail 'rm -rf d l; echo ok'
+fi
+
 # --- a memory bomb ----------------------------------------------------------
 T=30 jail 'awk "BEGIN { s = \"xxxxxxxxxxxxxxxx\"; while (1) s = s s }" 2>/dev/null; echo "exit $?"'
 check "a memory bomb dies at the address-space limit ($out)" sh -c "echo '$out' | grep -qv 'exit 0'"
@@ -193,9 +252,56 @@ host_pid=$$
 jail "kill -0 $host_pid 2>/dev/null && echo visible || echo invisible; cat /proc/$host_pid/environ 2>/dev/null | wc -c"
 check "host processes cannot be signalled or read" test "$(echo $out)" = "invisible 0"
 
+# --- untrusted specs through lash run ----------------------------------------
+marker=$work/pwned
+cat >"$work/evil.lua" <<EOF
+lash.load_spec_string("os.execute('id > $marker') return lash.agent{model='test'}", "x.lua", {trust = true})
+return lash.agent{model = 'test'}
+EOF
+"$LASH" run "$work/evil.lua" hi >/dev/null 2>"$work/err"; rc=$?
+check "lash run of a spec that loads code trusted is refused (exit $rc) and ran nothing" test "$rc" != 0 -a ! -e "$marker"
+check "  naming --trust" grep -q "load_spec_string is not available to a spec loaded without --trust" "$work/err"
+printf 'lash.spawn(function() while true do lash.sleep(1) end end)\nreturn lash.agent{model = "test"}\n' >"$work/task.lua"
+timeout 60 "$LASH" run "$work/task.lua" hi >/dev/null 2>&1; rc=$?
+check "a spec cannot leave a task keeping lash run alive (exit $rc)" test "$rc" != 0 -a "$rc" != 124
+printf 'model: test\ncapabilities:\n  - LocalSandbox: {isolation: none}\n' >"$work/none.yaml"
+"$LASH" run "$work/none.yaml" hi >/dev/null 2>"$work/err"; rc=$?
+check "a YAML spec cannot hand the model an unjailed sandbox (exit $rc)" test "$rc" != 0
+check "  the message names the option and the flag" grep -q "option 'isolation' is refused.*--isolation" "$work/err"
+
 # --- the host keeps working -----------------------------------------------------
 check "after all this, the sandbox still runs commands" host_ok
 sb destroy "$OTHER"; sb destroy "$ID"
 check "destroy removes both" test "$(ls -A "$LASH_SANDBOX_ROOT" | wc -l)" = 0
+# --- again, as an unprivileged user --------------------------------------------
+# As root, the whole suite (and specs/containment_spec.lua) runs once more
+# under an unprivileged uid with no passwd entry (setpriv), where the jail is
+# made through an unprivileged user namespace instead.
+if [ "$(id -u)" = 0 ] && [ -z "${LASH_CONTAINMENT_NESTED:-}" ]; then
+  as_uid=${LASH_CONTAINMENT_UID:-61234}
+  if ! command -v setpriv >/dev/null; then
+    n=$((n+1)); echo "ok $n - # SKIP the unprivileged run: setpriv is missing (util-linux)"
+  else
+    sub=$(setpriv --reuid "$as_uid" --regid "$as_uid" --clear-groups env -i PATH="$PATH" HOME=/tmp \
+          LASH_CONTAINMENT_NESTED=1 LASH_BUILD="$BUILD" LASH_BIN="$LASH" bash "$0" 2>&1)
+    while IFS= read -r line; do
+      case $line in
+        "ok "*"# SKIP"*) n=$((n+1)); echo "ok $n - as uid $as_uid: # SKIP ${line#*# SKIP }" ;;
+        "ok "*) ok "as uid $as_uid: ${line#ok * - }" ;;
+        "not ok "*) nok "as uid $as_uid: ${line#not ok * - }" ;;
+        "1..0"*) n=$((n+1)); echo "ok $n - as uid $as_uid: # SKIP ${line#*# SKIP }" ;;
+        "#"*) echo "$line" ;;
+      esac
+    done <<<"$sub"
+    spec_out=$(setpriv --reuid "$as_uid" --regid "$as_uid" --clear-groups env -i PATH="$PATH" \
+               HOME=/tmp lua5.4 /usr/bin/busted --cpath="$BUILD/?.so" -o TAP specs/containment_spec.lua 2>&1)
+    bad=$(echo "$spec_out" | grep -c '^not ok')
+    good=$(echo "$spec_out" | grep -c '^ok')
+    check "as uid $as_uid: specs/containment_spec.lua passes ($good ok, $bad failed)" test "$bad" = 0 -a "$good" -gt 0
+    [ "$bad" = 0 ] || echo "$spec_out" | grep -A5 '^not ok' | sed 's/^/#   /'
+  fi
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ]
+

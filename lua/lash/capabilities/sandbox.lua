@@ -351,6 +351,8 @@ function M.new(opts)
     name = M.NAME, backend = backend, mode = mode, claims = o.attach_to ~= nil, opts = o, given = given,
     pass = pass, info = info,
   }, Cap)
+  -- built while an untrusted spec loads: its backend calls are checked
+  if L().core.budget.active() then require("lash.spec_env").mark(self) end
   -- the ceiling as configured: reuse modes cannot see the sandbox's
   -- lifetime, so sandbox_timeout (which they cannot set) reads 300
   self.ceiling = o.max_command_timeout or (mode == "owned" and o.sandbox_timeout or REUSE_CEILING)
@@ -384,7 +386,9 @@ function Cap:with(changes)
   for k, v in pairs(changes) do
     if v == false and k ~= "create_app_if_missing" then o[k] = nil else o[k] = v end
   end
-  return M.new(o)
+  local copy = M.new(o)
+  if require("lash.spec_env").is_marked(self) then require("lash.spec_env").mark(copy) end
+  return copy
 end
 
 function Cap:for_run(ctx)
@@ -461,6 +465,9 @@ local function backend_options(cap, creating)
     t.timeout = o.sandbox_timeout
     t.workdir, t.env, t.network = o.workdir, o.env, o.network
   end
+  -- what an untrusted spec built is checked again at the call, however its
+  -- fields were changed since
+  require("lash.spec_env").check_use(cap, t)
   return t
 end
 

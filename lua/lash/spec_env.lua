@@ -1,0 +1,503 @@
+--- What a spec loaded without trust may touch: the one reviewed table of
+-- the lash API it sees, the sandbox and model options it may set, and the
+-- standard library it gets.
+--
+-- An untrusted spec is a *description* of an agent. It gets the
+-- constructors that describe one and the safe standard library, and
+-- nothing that acts on the host while it loads: no HTTP, no sandbox
+-- creation, opening or listing, no loop control or tasks, no trusted
+-- loading, no registration into process-wide tables. What it sees of
+-- `lash` is a fresh, read-only table per spec (`M.view()`), so it cannot
+-- replace a function for anyone else. Options that change what the host
+-- exposes (a sandbox's isolation, its state root, root filesystem, rlimits,
+-- network, a backend's endpoint or credentials, a model endpoint that
+-- would receive the host's API key) come only from the trusted side; in an
+-- untrusted spec, Lua, YAML or JSON alike, they are refused when the spec
+-- is loaded, naming the option and the flag that sets it.
+--
+-- Review rule: a name goes into API below only if calling it, at load
+-- time or later from a function the spec defined, cannot reach anything
+-- outside the objects the spec itself builds and the sandbox the run gets.
+-- @module lash.spec_env
+local M = {}
+
+local function L()
+  return require "lash"
+end
+
+---------------------------------------------------------------------------
+-- Sandbox and model options
+
+--- Sandbox capability options an untrusted spec may set (everything else is
+-- refused). Values: true, or a function(value) returning nil when allowed
+-- and the reason when not.
+M.SANDBOX_OPTIONS = {
+  backend = true, sandbox_id = true, attach_to = true, owner = true, sandbox_timeout = true,
+  workdir = true, env = true, default_command_timeout = true, max_command_timeout = true,
+  max_output_bytes = true, max_output_lines = true, max_read_bytes = true, instructions = true,
+  log = true,
+  -- Modal: what the sandbox runs and how big it is, not where or as whom
+  image = true, app_name = true, create_app_if_missing = true, cpu = true, memory = true,
+  network = function(v)
+    if v == nil or v == "off" then return nil end
+    return "it opens the sandbox's network"
+  end,
+}
+
+--- Where each refused option comes from instead.
+M.TRUSTED_SIDE = {
+  isolation = "`lash sandbox create --isolation none` (then `lash run --attach ID --owner O`)",
+  rootfs = "`lash sandbox create --rootfs DIR` (then `lash run --attach`)",
+  limits = "`lash sandbox create --limit name=N` (then `lash run --attach`)",
+  state_root = "`--state-root`, $LASH_SANDBOX_ROOT or lash_Options.state_root",
+  network = "`lash sandbox create --network on` (then `lash run --attach`)",
+  session = "the embedding host (Lua: lash.sandbox_capability{session = ...} in trusted code)",
+  server_url = "$MODAL_SERVER_URL", environment = "$MODAL_ENVIRONMENT", profile = "$MODAL_PROFILE",
+  config_path = "~/.modal.toml (or $MODAL_PROFILE)", ca_file = "the embedding host",
+  sandbox_v2 = "the embedding host",
+}
+
+local function trusted_fix(name)
+  return (M.TRUSTED_SIDE[name] or "the embedding host") .. ", or load the spec with --trust (trust = true)"
+end
+
+--- Refuse the sandbox options an untrusted spec may not set.
+-- @tparam table opts the capability's options
+-- @tparam string who e.g. "LocalSandbox" or "lash.sandbox_capability"
+-- @raise naming the option, why, and where to set it instead
+function M.check_sandbox_options(opts, who)
+  if type(opts) ~= "table" then return end
+  local names = {}
+  for k in pairs(opts) do names[#names + 1] = tostring(k) end
+  table.sort(names)
+  for _, k in ipairs(names) do
+    local rule = M.SANDBOX_OPTIONS[k]
+    local why
+    if rule == nil then
+      why = "it changes what the sandbox can reach on this machine"
+    elseif type(rule) == "function" then
+      why = rule(opts[k])
+    end
+    if why then
+      error(who .. ": option '" .. k .. "' is refused in a spec loaded without --trust (" .. why
+        .. "); set it from the trusted side: " .. trusted_fix(k), 0)
+    end
+  end
+end
+
+-- A model given with an endpoint of its own would send the host's API key
+-- (from the environment) there, unless the spec brings its own key.
+local function check_model_options(o, where)
+  if type(o) ~= "table" then return end
+  if o.base_url ~= nil and o.api_key == nil then
+    error(where .. ": base_url is refused in a spec loaded without --trust unless the spec also gives "
+      .. "api_key (otherwise the host's key from the environment would go to that endpoint); set "
+      .. "ANTHROPIC_BASE_URL/OPENAI_BASE_URL, or load the spec with --trust", 0)
+  end
+end
+
+--- Refuse what an untrusted agent definition may not say.
+-- @tparam table def lash.agent's definition
+-- @tparam string where for messages
+function M.check_agent(def, where)
+  if type(def) ~= "table" then return end
+  if type(def.model) == "table" and type(def.model[1]) == "string" then
+    check_model_options(def.model, where .. ": model")
+  end
+  check_model_options(def.model_options, where .. ": model_options")
+end
+
+-- Sandbox capabilities an untrusted spec built (weak: they go with it).
+-- The spec can change the fields of objects it holds, so the options are
+-- checked again where they are used: the backend call itself.
+local marked = setmetatable({}, { __mode = "k" })
+
+--- Mark a sandbox capability as built by an untrusted spec.
+function M.mark(cap)
+  marked[cap] = true
+  return cap
+end
+
+--- Was it built by an untrusted spec?
+function M.is_marked(cap)
+  return marked[cap] == true
+end
+
+-- Backend options (of lash.sandbox.create/open) a marked capability may pass.
+M.BACKEND_CALL = {
+  backend = true, timeout = true, workdir = true, env = true, image = true, app_name = true, app = true,
+  create_app_if_missing = true, cpu = true, memory = true,
+  network = M.SANDBOX_OPTIONS.network,
+}
+
+--- Refuse a backend call of a marked capability that passes more than an
+-- untrusted spec may set.
+-- @tparam table cap the sandbox capability
+-- @tparam table t the options for lash.sandbox.create or open
+function M.check_use(cap, t)
+  if not marked[cap] then return end
+  for k, v in pairs(t) do
+    local rule = M.BACKEND_CALL[k]
+    local why = rule == nil and "it changes what the sandbox can reach on this machine"
+      or type(rule) == "function" and rule(v) or nil
+    if why then
+      error("lash.sandbox_capability: option '" .. tostring(k) .. "' of a sandbox an untrusted spec described "
+        .. "is refused (" .. why .. "); set it from the trusted side: " .. trusted_fix(k), 0)
+    end
+  end
+end
+
+---------------------------------------------------------------------------
+-- The view of lash
+
+local function refused(name, why)
+  return function()
+    error("lash." .. name .. " is not available to a spec loaded without --trust (" .. why .. "). A spec "
+      .. "describes an agent; pass --trust (trust = true) to load it with the full API.", 2)
+  end
+end
+
+local ACTS = "it acts on the host while the spec loads"
+
+local function read_only(t, name)
+  return setmetatable({}, {
+    __index = t,
+    __newindex = function(_, k)
+      error("lash." .. name .. " is read-only in a spec (tried to set '" .. tostring(k) .. "')", 2)
+    end,
+    __metatable = false,
+  })
+end
+
+local function pick(mod, names)
+  local out = {}
+  for _, n in ipairs(names) do out[n] = mod[n] end
+  return out
+end
+
+-- Constructors that check what the spec asks for before building it.
+local function agent_ctor(def)
+  M.check_agent(def, "lash.agent")
+  return L().agent(def)
+end
+
+local function sandbox_ctor(opts)
+  local cap = L().sandbox_capability(opts)
+  M.check_sandbox_options(opts, "lash.sandbox_capability")
+  return M.mark(cap)
+end
+
+--- The API, name by name: what the view holds (a function of the real
+-- module giving the value), or a refusal with its reason. Every name of
+-- `lash` not listed here is absent from the view.
+M.API = {
+  -- describing an agent
+  agent = function() return agent_ctor end,
+  tool = function(l) return l.tool end,
+  retry = function(l) return l.retry end,
+  toolset = function(l) return l.toolset end,
+  capability = function(l) return l.capability end,
+  prefix_tools = function(l) return l.prefix_tools end,
+  filter_tools = function(l) return l.filter_tools end,
+  rename_tool = function(l) return l.rename_tool end,
+  wrap_tools = function(l) return l.wrap_tools end,
+  sandbox_capability = function() return sandbox_ctor end,
+  script_model = function(l) return l.script_model end,
+  render = function(l) return l.render end,
+  render_fields = function(l) return l.render_fields end,
+  -- pure helpers
+  error = function(l) return l.error end,
+  is_error = function(l) return l.is_error end,
+  now = function(l) return l.now end,
+  log = function(l) return l.log end,
+  version = function(l) return l.version end,
+  json = function(l)
+    -- encoding from the spec's functions only: the encoder's buffer is
+    -- outside the Lua heap's budget, and shared subtables can make its
+    -- output exponential in what the spec built
+    local t = pick(l.json, { "null", "array_mt", "array", "is_array", "decode", "try_decode" })
+    for _, name in ipairs { "encode", "encode_canonical", "try_encode" } do
+      local f = l.json[name]
+      t[name] = function(...)
+        if l.core.budget.active() then
+          error("lash.json." .. name .. " is not available while a spec loaded without --trust is loading; "
+            .. "call it from the functions the spec defines, which run later", 2)
+        end
+        return f(...)
+      end
+    end
+    return read_only(t, "json")
+  end,
+  schema = function(l) return read_only(pick(l.schema, { "validate", "format_errors", "check" }), "schema") end,
+  output = function(l)
+    return read_only(pick(l.output, { "truncate", "format_size", "utf8_repair", "is_utf8" }), "output")
+  end,
+  -- refused, with the reason
+  http = refused("http", "it makes network requests"),
+  sandbox = refused("sandbox", "it creates, opens and lists sandboxes; describe one with "
+    .. "lash.sandbox_capability{...} instead"),
+  spawn = refused("spawn", "a task would outlive the spec's loading"),
+  -- waiting is for the run (a model function, a tool); while the spec
+  -- loads it would block in C, where no budget can stop it
+  sleep = function(l)
+    local sleep = l.sleep
+    return function(seconds)
+      if l.core.budget.active() then
+        error("lash.sleep is not available while a spec loaded without --trust is loading (" .. ACTS
+          .. "); call it from the functions the spec defines, which run later", 2)
+      end
+      return sleep(seconds)
+    end
+  end,
+  future = refused("future", ACTS), run = refused("run", ACTS),
+  step = refused("step", ACTS),
+  load_spec = refused("load_spec", "it loads other specs, possibly trusted"),
+  load_spec_string = refused("load_spec_string", "it loads other specs, possibly trusted"),
+  register_capability = refused("register_capability", "it changes a process-wide registry; the host "
+    .. "registers capability types"),
+  core = refused("core", "it is the whole C core"),
+  sys = refused("sys", "it describes the host process"),
+  models = refused("models", "it is the process-wide provider registry; give the model as a string"),
+}
+
+--- A fresh, read-only view of lash for one spec.
+-- @treturn table
+function M.view()
+  local l = L()
+  local t = {}
+  for name, make in pairs(M.API) do
+    local ok, v = pcall(make, l)
+    if ok then t[name] = v end
+  end
+  return setmetatable({}, {
+    __index = function(_, k)
+      local v = t[k]
+      if v == nil and type(k) == "string" and l[k] ~= nil then
+        error("lash." .. k .. " is not available to a spec loaded without --trust (it is not on the list of "
+          .. "what an untrusted spec may touch, lua/lash/spec_env.lua). Pass --trust to use it.", 2)
+      end
+      return v
+    end,
+    __newindex = function(_, k)
+      error("lash is read-only in a spec (tried to set lash." .. tostring(k) .. ")", 2)
+    end,
+    __metatable = false,
+  })
+end
+
+---------------------------------------------------------------------------
+-- The safe standard library
+
+-- Lua's pattern matcher backtracks inside one C call, where neither the
+-- instruction hook nor the clock can stop it; each call is charged its
+-- worst case, starts x (n + 1)^q for q unbounded repetitions, and refused
+-- past this.
+M.PATTERN_STEPS = 1e9
+M.TABLE_MOVE_MAX = 1e7
+
+-- plain functions, not methods: the strings' __index is the safe table
+-- below while a spec loads, and it calls these
+local ssub, smatch, sformat = string.sub, string.match, string.format
+
+-- The index of the `]` closing the set that starts at p[i] == "[".
+local function set_end(p, i, n)
+  local j = i + 1
+  if ssub(p, j, j) == "^" then j = j + 1 end
+  if ssub(p, j, j) == "]" then j = j + 1 end
+  while j <= n and ssub(p, j, j) ~= "]" do
+    if ssub(p, j, j) == "%" then j = j + 1 end
+    j = j + 1
+  end
+  return j
+end
+
+-- How many items of pattern p can repeat without bound (*, +, -, %b and
+-- back-references), and whether it is anchored.
+local function repetitions(p)
+  local q, i, n = 0, 1, #p
+  local anchored = ssub(p, 1, 1) == "^"
+  if anchored then i = 2 end
+  while i <= n do
+    local c = ssub(p, i, i)
+    local last
+    if c == "%" then
+      local d = ssub(p, i + 1, i + 1)
+      if d == "b" then
+        q, i = q + 1, i + 4
+      elseif d == "f" then
+        i = set_end(p, i + 2, n) + 1
+      elseif smatch(d, "%d") then
+        q, i = q + 1, i + 2
+      else
+        last = i + 1
+      end
+    elseif c == "(" or c == ")" then
+      i = i + 1
+    elseif c == "[" then
+      last = set_end(p, i, n)
+    else
+      last = i
+    end
+    if last then
+      local nx = ssub(p, last + 1, last + 1)
+      if nx == "*" or nx == "+" or nx == "-" then
+        q, i = q + 1, last + 2
+      elseif nx == "?" then
+        i = last + 2
+      else
+        i = last + 1
+      end
+    end
+  end
+  return q, anchored
+end
+
+local function guard(fname, s, p, init, plain, unanchored)
+  if plain or type(s) ~= "string" and type(s) ~= "number" or type(p) ~= "string" and type(p) ~= "number" then
+    return
+  end
+  s, p = tostring(s), tostring(p)
+  local q, anchored = repetitions(p)
+  if q == 0 then return end
+  local n = #s
+  local starts = (anchored and not unanchored) and 1 or (n + 1)
+  local cost = starts * (n + 1) ^ q
+  if cost > M.PATTERN_STEPS then
+    error(sformat("string.%s: the pattern %q has %d repetitions; on a %d-byte string it could take up "
+      .. "to %.3g steps inside one call, more than a spec loaded without --trust may spend (%.3g). Use a "
+      .. "plain find, a simpler pattern or a shorter string, or pass --trust.", fname, p, q, n, cost,
+      M.PATTERN_STEPS), 3)
+  end
+end
+
+local function safe_string()
+  local s = {}
+  for k, v in pairs(string) do s[k] = v end
+  s.dump = function() error("string.dump is not available to a spec loaded without --trust", 2) end
+  s.find = function(str, p, init, plain)
+    guard("find", str, p, init, plain)
+    return string.find(str, p, init, plain)
+  end
+  s.match = function(str, p, init)
+    guard("match", str, p, init)
+    return string.match(str, p, init)
+  end
+  s.gmatch = function(str, p, init)
+    guard("gmatch", str, p, init, false, true)
+    return string.gmatch(str, p, init)
+  end
+  s.gsub = function(str, p, repl, n)
+    guard("gsub", str, p)
+    return string.gsub(str, p, repl, n)
+  end
+  return s
+end
+
+local function safe_table()
+  local t = {}
+  for k, v in pairs(table) do t[k] = v end
+  t.move = function(a1, f, e, tpos, a2)
+    if type(f) == "number" and type(e) == "number" and e - f >= M.TABLE_MOVE_MAX then
+      error("table.move of " .. string.format("%.0f", e - f + 1) .. " elements is more than a spec loaded "
+        .. "without --trust may move in one call (" .. string.format("%.0f", M.TABLE_MOVE_MAX) .. ")", 2)
+    end
+    return table.move(a1, f, e, tpos, a2)
+  end
+  return t
+end
+
+local function refuse_std(what)
+  return function()
+    error(what .. " is not available to a spec loaded without --trust (a spec gets the lash API and the safe "
+      .. "standard library). Pass --trust (or trust = true) to load it with the full standard library.", 2)
+  end
+end
+
+local function refusing_table(name)
+  return setmetatable({}, {
+    __index = function(_, k) return refuse_std(name .. "." .. tostring(k)) end,
+    __newindex = function() error(name .. " is not available to a spec loaded without --trust", 2) end,
+    __metatable = false,
+  })
+end
+
+local function ro_std(t, name)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return setmetatable({}, {
+    __index = c,
+    __newindex = function(_, k)
+      error("the " .. name .. " table is read-only in a spec (tried to set '" .. tostring(k) .. "')", 2)
+    end,
+    __metatable = false,
+  })
+end
+
+--- A fresh environment for one untrusted spec: the view of lash and the
+-- safe standard library.
+-- @treturn table env
+-- @treturn table the safe string table (to serve as strings' __index
+--   while the spec loads)
+function M.env()
+  local api = M.view()
+  local sstring = safe_string()
+  -- metatables the spec set itself; lash's own stay out of its reach
+  local own = setmetatable({}, { __mode = "k" })
+  local env
+  env = {
+    _VERSION = _VERSION, assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs,
+    pcall = pcall, select = select, tonumber = tonumber, tostring = tostring, type = type, xpcall = xpcall,
+    rawequal = rawequal, rawget = rawget, rawset = rawset, rawlen = rawlen,
+    setmetatable = function(t, mt)
+      local cur = getmetatable(t)
+      if cur ~= nil and not own[cur] then
+        error("setmetatable: this table belongs to lash (its metatable is not the spec's to change)", 2)
+      end
+      local r = setmetatable(t, mt)
+      if mt ~= nil then own[mt] = true end
+      return r
+    end,
+    getmetatable = function(v)
+      if type(v) ~= "table" then return nil end
+      local mt = getmetatable(v)
+      if mt == nil or own[mt] then return mt end
+      return nil
+    end,
+    print = function(...)
+      local t = table.pack(...)
+      for i = 1, t.n do t[i] = tostring(t[i]) end
+      io.stderr:write(table.concat(t, "\t", 1, t.n), "\n")
+    end,
+    string = ro_std(sstring, "string"), table = ro_std(safe_table(), "table"),
+    math = ro_std(math, "math"), utf8 = ro_std(utf8, "utf8"),
+    coroutine = ro_std(coroutine, "coroutine"),
+    os = setmetatable({ clock = os.clock, date = os.date, time = os.time, difftime = os.difftime }, {
+      __index = function(_, k) return refuse_std("os." .. tostring(k)) end,
+      __newindex = function() error("the os table is read-only in a spec", 2) end,
+      __metatable = false,
+    }),
+    io = refusing_table("io"), debug = refusing_table("debug"), package = refusing_table("package"),
+    loadfile = refuse_std("loadfile"), dofile = refuse_std("dofile"),
+    collectgarbage = refuse_std("collectgarbage"),
+    lash = api,
+  }
+  env.require = function(name)
+    if name == "lash" then return api end
+    error("require '" .. tostring(name) .. "' is not available to a spec loaded without --trust; the lash API "
+      .. "is the global `lash` (and require \"lash\"). Pass --trust to load other modules.", 2)
+  end
+  -- text only, and into the spec's own environment unless given another
+  env.load = function(chunk, name, mode, e)
+    if mode ~= nil and mode ~= "t" then
+      error("load: only text chunks (mode \"t\") can be loaded by a spec loaded without --trust", 2)
+    end
+    if type(chunk) ~= "string" then
+      error("load: a spec loaded without --trust loads text (a string), not a reader function", 2)
+    end
+    return load(chunk, name, "t", e == nil and env or e)
+  end
+  env._G = env
+  return env, sstring
+end
+
+return M
