@@ -28,7 +28,7 @@ function M.main(args, cli)
     -- Plain tables print as JSON; one that cannot be encoded (a function
     -- inside, a cycle) prints as Lua would.
     if type(v) == "table" and getmetatable(v) == nil then
-      local ok, s = pcall(require("cjson").encode, v)
+      local ok, s = pcall(require("lash.json").encode, v)
       if ok then v = s end
     end
     cli.out(tostring(v), i < results.n and "\t" or "\n")

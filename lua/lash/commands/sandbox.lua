@@ -260,7 +260,7 @@ function sub.tags(args, cli)
   local opts, pos = parse(cli, args, with_common { json = "flag" })
   local tags = open(pos, opts, cli, "tags"):read_tags()
   if opts.json then
-    cli.out(require("cjson").encode(tags), "\n")
+    cli.out(require("lash.json").encode(tags), "\n")
   else
     for _, k in ipairs(sorted_keys(tags)) do cli.out(k, "=", tags[k], "\n") end
   end
@@ -296,7 +296,7 @@ function sub.list(args, cli)
   local list = lash.sandbox.list(backend_opts(opts))
   table.sort(list, function(a, b) return a.id < b.id end)
   if opts.json then
-    cli.out(require("cjson").encode(list), "\n")
+    cli.out(require("lash.json").encode(list), "\n")
     return EXIT.ok
   end
   for _, e in ipairs(list) do
