@@ -9,8 +9,8 @@ PKGS=(
   build-essential pkg-config lua5.4 liblua5.4-dev libcurl4-openssl-dev
   # the build: the YAML loader (src/yaml.c) over libyaml
   libyaml-dev
-  # at run time: the JSON module, the local sandbox
-  lua-cjson bubblewrap
+  # at run time: the local sandbox
+  bubblewrap
   # make test: busted specs, the rockspec test
   lua-busted luarocks
   # make test: the fake Modal server (gRPC) and the golden protobuf bytes;
@@ -22,6 +22,8 @@ PKGS=(
   curl iproute2 openssl util-linux procps
   # make check (valgrind runs), make fuzz (libFuzzer is in compiler-rt)
   clang libclang-rt-14-dev valgrind
+  # make bench: peak RSS (/usr/bin/time -v)
+  time
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -5,9 +5,10 @@
 ** a call to the `echo` tool while the request holds fewer than K tool
 ** results (counted as occurrences of "role":"tool"), then a final "done".
 ** Keep-alive; Content-Length bodies only. Prints its port, exits after
-** LIFETIME seconds (default 600) or on SIGTERM.
+** LIFETIME seconds (default 600) or on SIGTERM. With TOOL run_command the
+** call is run_command {"command": "echo step N"} instead (bench_steps.sh).
 **
-** usage: agent_server K [LIFETIME]
+** usage: agent_server K [LIFETIME [TOOL]]
 */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -32,6 +33,7 @@ typedef struct conn {
 } conn;
 
 static int K;
+static int run_command;   /* answer with run_command instead of echo */
 
 static void conn_free(int ep, conn *c) {
   epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -77,7 +79,16 @@ static int respond(conn *c, const char *body, size_t blen) {
   char out[2048], json[1024];
   size_t tools = count_tools(body, blen);
   int jn, n;
-  if ((int)tools < K) {
+  if ((int)tools < K && run_command) {
+    jn = snprintf(json, sizeof json,
+      "{\"id\":\"chatcmpl-b%lu\",\"object\":\"chat.completion\",\"created\":1,"
+      "\"model\":\"bench\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+      "\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_%zu\","
+      "\"type\":\"function\",\"function\":{\"name\":\"run_command\",\"arguments\":"
+      "\"{\\\"command\\\":\\\"echo step %zu\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}],"
+      "\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5,"
+      "\"total_tokens\":15}}", c->calls, tools, tools + 1);
+  } else if ((int)tools < K) {
     jn = snprintf(json, sizeof json,
       "{\"id\":\"chatcmpl-b%lu\",\"object\":\"chat.completion\",\"created\":1,"
       "\"model\":\"bench\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
@@ -143,6 +154,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   K = atoi(argv[1]);
+  run_command = argc > 3 && strcmp(argv[3], "run_command") == 0;
   signal(SIGALRM, on_alarm);
   signal(SIGPIPE, SIG_IGN);
   alarm(argc > 2 ? (unsigned)atoi(argv[2]) : 600);

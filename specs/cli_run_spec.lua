@@ -195,7 +195,9 @@ describe("lash.render", function()
 
   it("never colours with NO_COLOR, nor off a TTY", function()
     local function use_color(env)
+      -- lash.render needs lash.json, whose codec is in the C module
       local p = io.popen(env .. " lua5.4 -e 'package.path=\"lua/?.lua;\"..package.path; "
+        .. "package.cpath=\"" .. (os.getenv("LASH_BUILD") or "build") .. "/?.so;\"..package.cpath; "
         .. "io.write(tostring(require(\"lash.render\").use_color(true)))'")
       local s = p:read("a")
       p:close()

@@ -3,7 +3,7 @@
 -- dropped connections, cancellation, HTTP/2 cleartext and over TLS, inside
 -- tasks and outside them, and the errors, which never show a header value.
 local lash = require "lash"
-local cjson = require "cjson"
+local cjson = require "lash.json"
 
 local http = lash.http
 local PY = "/usr/bin/python3"

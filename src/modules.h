@@ -15,7 +15,8 @@
   X(sandbox)            \
   X(sys)                \
   X(budget)             \
-  X(yaml)
+  X(yaml)               \
+  X(json)
 
 #define LASH_DECLARE_OPEN(name) int lash_open_##name(lua_State *L);
 LASH_MODULES(LASH_DECLARE_OPEN)

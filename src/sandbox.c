@@ -24,7 +24,7 @@
 
 #define SB_MT        "lash.sandbox"
 #define BACKENDS_KEY "lash.sandbox.backends"
-#define JSON_KEY     "lash.sandbox.cjson"
+#define JSON_KEY     "lash.sandbox.json"
 
 #define DEFAULT_LIFETIME      300
 #define DEFAULT_EXEC_TIMEOUT  60
@@ -83,11 +83,7 @@ int lash_sandbox_raise(lua_State *L, const char *kind, const char *code,
 void lash_sandbox_json(lua_State *L) {
   if (lua_getfield(L, LUA_REGISTRYINDEX, JSON_KEY) == LUA_TTABLE) return;
   lua_pop(L, 1);
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "cjson");
-  lua_call(L, 1, 1);
-  if (!lua_istable(L, -1))
-    luaL_error(L, "lash.sandbox needs lua-cjson (require \"cjson\")");
+  lash_open_json(L);
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, JSON_KEY);
 }
@@ -409,7 +405,6 @@ static void decode_network(lua_State *L, int idx) {
     }
     ok = good && n == 3;
     if (ok) {
-      /* cjson turns [] into {} too: both are empty lists */
       normalize_network(L, t);
       lua_replace(L, top + 1);
       lua_settop(L, top + 1);

@@ -152,7 +152,8 @@ void lash_sandbox_push_error(lua_State *L, const char *kind, const char *code,
 int  lash_sandbox_raise(lua_State *L, const char *kind, const char *code,
                         const char *fmt, ...);
 
-/* The lua-cjson module (loaded once, cached in the registry), pushed. */
+/* lash's JSON codec as a table with encode and decode (ljson.c; made
+** once, cached in the registry), pushed. */
 void lash_sandbox_json(lua_State *L);
 
 #endif

@@ -4,7 +4,7 @@
 ** command runs in a fresh bubblewrap jail over its workspace
 ** (sandbox_jail.c) and every file operation in a helper child that sees
 ** the same view with the jail's credentials (sandbox_view.c). This file
-** ties them to Lua and to the event loop: metadata as JSON (lua-cjson),
+** ties them to Lua and to the event loop: metadata as JSON (json.c),
 ** expiry checks, the exec op (pipes read into tail rings as output
 ** arrives, a deadline that kills the whole jail, cancellation that does
 ** the same) and the file-op op, both waiting through lash_wait_yield.

@@ -17,8 +17,9 @@ for name, fn in pairs(core.task) do
 end
 
 -- C submodules as tables: lash.output, lash.http, lash.sandbox, ...
+-- (core.json is the codec under lash.json, the Lua module below)
 for name, mod in pairs(core) do
-  if type(mod) == "table" and name ~= "task" then
+  if type(mod) == "table" and name ~= "task" and name ~= "json" then
     lash[name] = mod
   end
 end

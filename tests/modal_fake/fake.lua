@@ -4,7 +4,7 @@
 -- local srv = assert(fake.start{ tls = true })   -- nil, why when unavailable
 -- srv:opts{ sandbox_v2 = false }  -> backend options for lash.sandbox
 -- srv:faults{ {...}, ... }; srv:calls() -> list of logged calls; srv:stop()
-local json = require "cjson"
+local json = require "lash.json"
 
 local M = {}
 

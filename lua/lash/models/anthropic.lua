@@ -75,32 +75,66 @@ local function assistant_blocks(msg, out)
   end
 end
 
---- Convert a history to Anthropic `messages` (exported for tests).
+-- The wire message of one history message (none when it has no blocks);
+-- its blocks are frozen too, so merging neighbours stays cheap.
+local function wire_message(m)
+  local role = m.role == "assistant" and "assistant" or "user"
+  local blocks = json.array()
+  if role == "user" then user_blocks(m, blocks) else assistant_blocks(m, blocks) end
+  if #blocks == 0 then return {} end
+  for i = 1, #blocks do json.freeze(blocks[i]) end
+  return { { role = role, content = blocks } }
+end
+
+--- Convert a history to Anthropic `messages` (exported for tests):
+-- consecutive messages of one role merge, and with `cache` the last block
+-- carries cache_control. Each message's wire form is made once
+-- (models.wire_messages); only merges and the last message are new.
 function M.messages(history, cache)
-  local out = {}
-  for _, m in ipairs(history) do
-    local role = m.role == "assistant" and "assistant" or "user"
-    local last = out[#out]
-    local blocks
-    if last and last.role == role then
-      blocks = last.content
+  local wire = models.wire_messages(history, wire_message)
+  local out, n, merged = {}, 0, nil
+  for i = 1, #wire do
+    local w = wire[i]
+    local last = out[n]
+    if last and last.role == w.role then
+      if last ~= merged then
+        merged = { role = last.role, content = table.move(last.content, 1, #last.content, 1, json.array()) }
+        out[n] = merged
+      end
+      table.move(w.content, 1, #w.content, #merged.content + 1, merged.content)
     else
-      blocks = json.array()
-    end
-    if role == "user" then user_blocks(m, blocks) else assistant_blocks(m, blocks) end
-    if #blocks > 0 and not (last and last.content == blocks) then
-      out[#out + 1] = { role = role, content = blocks }
+      n = n + 1
+      out[n] = w
     end
   end
-  if cache and #out > 0 then
-    local blocks = out[#out].content
+  if cache and n > 0 then
+    local last = out[n]
+    local blocks = table.move(last.content, 1, #last.content, 1, json.array())
     local copy = {}
     for k, v in pairs(blocks[#blocks]) do copy[k] = v end
     copy.cache_control = EPHEMERAL
     blocks[#blocks] = copy
+    out[n] = { role = last.role, content = blocks }
   end
   return out
 end
+
+local function wire_tools(defs, cache)
+  local tools = {}
+  for i, d in ipairs(defs) do
+    tools[i] = { name = d.name, description = d.description ~= "" and d.description or nil,
+                 input_schema = d.parameters }
+  end
+  if cache then
+    local lastt = {}
+    for k, v in pairs(tools[#tools]) do lastt[k] = v end
+    lastt.cache_control = EPHEMERAL
+    tools[#tools] = lastt
+  end
+  return tools
+end
+local function wire_tools_cached(defs) return wire_tools(defs, true) end
+local function wire_tools_plain(defs) return wire_tools(defs, false) end
 
 --- Build the request body (exported for tests).
 function Model:body(req, stream)
@@ -118,18 +152,7 @@ function Model:body(req, stream)
     body.system = { { type = "text", text = req.instructions, cache_control = cache and EPHEMERAL or nil } }
   end
   if req.tools and #req.tools > 0 then
-    local tools = {}
-    for i, d in ipairs(req.tools) do
-      tools[i] = { name = d.name, description = d.description ~= "" and d.description or nil,
-                   input_schema = d.parameters }
-    end
-    if cache then
-      local lastt = {}
-      for k, v in pairs(tools[#tools]) do lastt[k] = v end
-      lastt.cache_control = EPHEMERAL
-      tools[#tools] = lastt
-    end
-    body.tools = tools
+    body.tools = models.wire(req.tools, cache and wire_tools_cached or wire_tools_plain)
   end
   if stream then body.stream = true end
   return body

@@ -302,6 +302,67 @@ function M.send(model, req, provider, headers, new_stream)
   return model:parse(resp_body)
 end
 
+-- Wire forms, made once. A history only grows during a run (messages are
+-- appended, never changed), so an adapter's wire form of each message is
+-- made once, frozen (json.freeze: encode_canonical then encodes it once
+-- too) and reused by every later request; the request bodies stay
+-- byte-identical, they just stop costing O(history) per step.
+local weak_k = { __mode = "k" }
+local prefixes = setmetatable({}, weak_k)   -- convert -> history -> state
+local memos = setmetatable({}, weak_k)      -- convert -> key -> value
+
+--- The wire messages of a history: `convert(message)` (a list of wire
+-- tables for one history message) for each message in order, flattened.
+-- Each wire table is frozen; `convert` must depend on the message alone.
+-- When called again with the same history table, only the messages
+-- appended since are converted. The returned list is shared: read it,
+-- do not change it.
+-- @tparam table history
+-- @tparam function convert `function(message) -> {wire...}`
+-- @treturn table
+function M.wire_messages(history, convert)
+  local by_hist = prefixes[convert]
+  if not by_hist then
+    by_hist = setmetatable({}, weak_k)
+    prefixes[convert] = by_hist
+  end
+  local st = by_hist[history]
+  local nh = #history
+  if not (st and st.n <= nh and (st.n == 0 or history[st.n] == st.last)) then
+    st = { n = 0, out = {} }
+    by_hist[history] = st
+  end
+  local out, n = st.out, #st.out
+  for i = st.n + 1, nh do
+    local w = convert(history[i])
+    for j = 1, #w do
+      n = n + 1
+      out[n] = json.freeze(w[j])
+    end
+  end
+  st.n, st.last = nh, history[nh]
+  return out
+end
+
+--- `convert(key)`, made once per key table (by identity) and frozen: for
+-- wire forms of things that stay the same table while unchanged, such as
+-- the agent's tool definitions.
+-- @tparam table key
+-- @tparam function convert `function(key) -> table`
+function M.wire(key, convert)
+  local memo = memos[convert]
+  if not memo then
+    memo = setmetatable({}, weak_k)
+    memos[convert] = memo
+  end
+  local v = memo[key]
+  if v == nil then
+    v = json.freeze(convert(key))
+    memo[key] = v
+  end
+  return v
+end
+
 --- Set a tool-call part's arguments from the JSON text a model streamed:
 -- `args` when it decodes to an object, else `args_json` with the raw text
 -- (the tool then reports malformed arguments to the model).

@@ -48,39 +48,54 @@ function M.new(name, opts)
   }, Model)
 end
 
+-- The Chat Completions messages of one history message.
+local function wire_message(m)
+  local out = {}
+  if m.role == "assistant" then
+    local texts, calls = {}, {}
+    for _, p in ipairs(m.parts) do
+      if p.type == "text" then
+        texts[#texts + 1] = p.text
+      elseif p.type == "tool_call" then
+        calls[#calls + 1] = { id = p.id, type = "function",
+                              ["function"] = { name = p.name, arguments = p.args_json or json.encode_canonical(p.args or {}) } }
+      end
+    end
+    local msg = { role = "assistant", content = #texts > 0 and table.concat(texts) or json.null }
+    if #calls > 0 then msg.tool_calls = calls end
+    out[1] = msg
+  else
+    local texts = {}
+    for _, p in ipairs(m.parts) do
+      if p.type == "tool_result" then
+        out[#out + 1] = { role = "tool", tool_call_id = p.id, content = p.content }
+      elseif p.type == "text" then
+        texts[#texts + 1] = p.text
+      end
+    end
+    if #texts > 0 then out[#out + 1] = { role = "user", content = table.concat(texts, "\n\n") } end
+  end
+  return out
+end
+
 --- Convert a history to Chat Completions `messages` (exported for tests).
+-- Each message's wire form is made once (models.wire_messages).
 function M.messages(history, instructions)
   local out = {}
   if instructions and instructions ~= "" then
     out[1] = { role = "system", content = instructions }
   end
-  for _, m in ipairs(history) do
-    if m.role == "assistant" then
-      local texts, calls = {}, {}
-      for _, p in ipairs(m.parts) do
-        if p.type == "text" then
-          texts[#texts + 1] = p.text
-        elseif p.type == "tool_call" then
-          calls[#calls + 1] = { id = p.id, type = "function",
-                                ["function"] = { name = p.name, arguments = p.args_json or json.encode_canonical(p.args or {}) } }
-        end
-      end
-      local msg = { role = "assistant", content = #texts > 0 and table.concat(texts) or json.null }
-      if #calls > 0 then msg.tool_calls = calls end
-      out[#out + 1] = msg
-    else
-      local texts = {}
-      for _, p in ipairs(m.parts) do
-        if p.type == "tool_result" then
-          out[#out + 1] = { role = "tool", tool_call_id = p.id, content = p.content }
-        elseif p.type == "text" then
-          texts[#texts + 1] = p.text
-        end
-      end
-      if #texts > 0 then out[#out + 1] = { role = "user", content = table.concat(texts, "\n\n") } end
-    end
+  local wire = models.wire_messages(history, wire_message)
+  return table.move(wire, 1, #wire, #out + 1, out)
+end
+
+local function wire_tools(defs)
+  local tools = {}
+  for i, d in ipairs(defs) do
+    tools[i] = { type = "function", ["function"] = { name = d.name, parameters = d.parameters,
+                                                     description = d.description ~= "" and d.description or nil } }
   end
-  return out
+  return tools
 end
 
 --- Build the request body (exported for tests).
@@ -95,12 +110,7 @@ function Model:body(req, stream)
     if settings[k] ~= nil then body[k] = settings[k] end
   end
   if req.tools and #req.tools > 0 then
-    local tools = {}
-    for i, d in ipairs(req.tools) do
-      tools[i] = { type = "function", ["function"] = { name = d.name, parameters = d.parameters,
-                                                       description = d.description ~= "" and d.description or nil } }
-    end
-    body.tools = tools
+    body.tools = models.wire(req.tools, wire_tools)
   end
   if stream then
     body.stream = true

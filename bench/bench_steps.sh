@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# bench/bench_steps.sh: the agent benchmark of issue 15, whole-process wall
+# time of one run at K = 0, 20, 200, 1000 tool steps against a scripted
+# OpenAI-compatible model on loopback (bench/agent_server.c answering
+# run_command {"command": "echo step N"} until K results, then "done"):
+#   floor     bench/agent_floor.c: libcurl + fork/exec of sh -c per command
+#   none      lash run bench/steps_none.lua (a local sandbox, isolation "none")
+#   sandbox   lash run bench/steps_sandbox.lua (the sandbox capability: a
+#             bubblewrap jail per command)
+#   bwrap     the floor with a bare bwrap command line before every command
+# Medians of LASH_BENCH_STEPS_RUNS (default 5; 3 at K=1000), the four kinds
+# interleaved so load hits them alike; per-step overhead = (median - floor
+# median) / K; peak RSS from /usr/bin/time -v at K=200.
+set -u
+cd "$(dirname "$0")/.."
+B=${LASH_BUILD:-build}
+LASH_BIN=${LASH_BIN:-$B/bin/lash}
+RUNS=${LASH_BENCH_STEPS_RUNS:-5}
+KS=${LASH_BENCH_STEPS_K:-"0 20 200 1000"}
+out=$B/bench
+mkdir -p "$out"
+row() { echo "| $1 | $2 | $3 | $4 |"; }
+cc -O2 -o "$out/agent_server" bench/agent_server.c || exit 1
+cc -O2 -o "$out/agent_floor" bench/agent_floor.c $(pkg-config --cflags --libs libcurl) || exit 1
+[ -x "$LASH_BIN" ] || { echo "bench_steps: $LASH_BIN is missing (run make)" >&2; exit 1; }
+tmp=$(mktemp -d /tmp/lash-bench-steps.XXXXXX)
+chmod 711 "$tmp"
+mkdir -p "$tmp/ws" "$tmp/state"
+srv=
+cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+export LASH_SANDBOX_ROOT=$tmp/state OPENAI_API_KEY=bench
+jail=yes
+probe=$("$LASH_BIN" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
+[ "$probe" = yes ] || jail=
+BWRAP=(bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --tmpfs /tmp --dev /dev
+       --proc /proc --bind "$tmp/ws" /workspace --chdir /workspace --clearenv
+       --setenv PATH /usr/bin:/bin --)
+
+# one KIND: the command line (the server's port in $port)
+cmd_of() {
+  case $1 in
+    floor) echo "$out/agent_floor $port" ;;
+    bwrap) echo "$out/agent_floor $port ${BWRAP[*]}" ;;
+    none) echo "$LASH_BIN run bench/steps_none.lua go --no-stream --max-steps 100000" ;;
+    sandbox) echo "$LASH_BIN run bench/steps_sandbox.lua go --no-stream --max-steps 100000" ;;
+  esac
+}
+# wall time of one run in ms
+timed() {
+  local s e
+  s=$(date +%s%N)
+  OPENAI_BASE_URL=http://127.0.0.1:$port/v1 $(cmd_of "$1") >"$tmp/out" 2>"$tmp/err" \
+    || { echo "bench_steps: $1 failed:" >&2; tail -5 "$tmp/err" >&2; return 1; }
+  e=$(date +%s%N)
+  echo $(( (e - s) / 1000 ))
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ms() { awk -v u="$1" 'BEGIN { printf "%.1f", u / 1000 }'; }
+
+kinds="floor none"
+[ -n "$jail" ] && kinds="floor none sandbox bwrap"
+for k in $KS; do
+  "$out/agent_server" "$k" 1800 run_command >"$tmp/port" &
+  srv=$!
+  for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+  port=$(cat "$tmp/port")
+  n=$RUNS; [ "$k" -ge 1000 ] && n=$(( RUNS < 3 ? RUNS : 3 ))
+  for kind in $kinds; do : >"$tmp/t.$kind"; done
+  for _ in $(seq "$n"); do
+    for kind in $kinds; do timed "$kind" >>"$tmp/t.$kind" || exit 1; done
+  done
+  declare -A med
+  for kind in $kinds; do med[$kind]=$(median <"$tmp/t.$kind"); done
+  f=${med[floor]}
+  over() { awk -v a="$1" -v f="$f" -v k="$k" 'BEGIN { if (k > 0) printf "%.2fx the floor, %+.3f ms/step", a / f, (a - f) / k / 1000; else printf "%.2fx the floor (cold start)", a / f }'; }
+  row "agent K=$k: C floor (libcurl + fork/exec)" "$(ms "$f")" "ms" "median of $n"
+  row "agent K=$k: lash, isolation none" "$(ms "${med[none]}")" "ms" "$(over "${med[none]}")"
+  if [ -n "$jail" ]; then
+    row "agent K=$k: lash, sandbox capability" "$(ms "${med[sandbox]}")" "ms" "$(over "${med[sandbox]}"); bare bwrap per command $(awk -v a="${med[bwrap]}" -v f="$f" -v k="$k" 'BEGIN { if (k > 0) printf "%+.3f ms/step", (a - f) / k / 1000; else printf "%.1f ms", a / 1000 }')"
+    row "agent K=$k: bare bwrap per command (old floor)" "$(ms "${med[bwrap]}")" "ms" "$(over "${med[bwrap]}")"
+  fi
+  if [ "$k" -eq 200 ] && [ -x /usr/bin/time ]; then
+    rss=""
+    for kind in $kinds; do
+      OPENAI_BASE_URL=http://127.0.0.1:$port/v1 /usr/bin/time -v $(cmd_of "$kind") >/dev/null 2>"$tmp/rss" || exit 1
+      rss="$rss, $kind $(awk -F: '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$tmp/rss")"
+    done
+    row "agent K=200: peak RSS, whole process (/usr/bin/time -v)" "${rss#, }" "MiB" "one run each"
+  fi
+  kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; srv=
+done
