@@ -695,7 +695,7 @@ local function request_model(run, model, instructions)
   if not streamed then
     -- not streamed: the text of every turn is still shown, tool-calling turns included
     for _, p in ipairs(resp.parts) do
-      if p.type == "thinking" and p.text and p.text ~= "" and #pending_thinking == 0 then
+      if (p.type == "thinking" or p.type == "reasoning") and p.text and p.text ~= "" and #pending_thinking == 0 then
         emit(run, { type = "thinking", step = step, text = p.text })
       elseif p.type == "text" and p.text ~= "" then
         emit(run, { type = "text", step = step, text = p.text })
