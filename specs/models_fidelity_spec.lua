@@ -422,3 +422,49 @@ describe_or_skip("openai at full fidelity", function()
     end)
   end)
 end)
+
+describe_or_skip("lash run --file and --output-schema", function()
+  local cli = require "helpers.lash_cli"
+  local srv
+  setup(function() srv = fake.start("anthropic") end)
+  teardown(function() if srv then srv:stop() end end)
+
+  local function tmp(content)
+    local p = os.tmpname()
+    local f = assert(io.open(p, "wb")) f:write(content) f:close()
+    return p
+  end
+
+  it("sends each --file as a block and decodes the answer with --output-schema", function()
+    srv:script("structured")
+    local img, doc = tmp(PNG), tmp("plain notes")
+    local schema = tmp(json.encode(CITY))
+    local env = "ANTHROPIC_API_KEY=k ANTHROPIC_BASE_URL=" .. srv.base
+    local out, err, code = cli.run({ "run", "examples/test_model.lua", "Weather?", "--model",
+      "anthropic:claude-sonnet-4-6", "--file", img, "--file", doc, "--output-schema", schema, "--json",
+      "--no-stream" }, env)
+    os.remove(img) os.remove(doc) os.remove(schema)
+    assert.equal(0, code, err)
+    local content = srv:requests()[1].body.messages[1].content
+    assert.equal("text", content[1].type)
+    assert.equal("image", content[2].type)
+    assert.equal("document", content[3].type)
+    assert.equal("plain notes", content[3].source.data)
+    local last
+    for l in out:gmatch("[^\n]+") do last = json.decode(l) end
+    assert.equal("run_end", last.type)
+    assert.same({ city = "Paris", celsius = 15 }, last.output)
+    assert.equal(2, last.usage.requests)
+  end)
+
+  it("refuses a missing --file or a bad --output-schema as usage errors", function()
+    local _, err, code = cli.run { "run", "examples/test_model.lua", "hi", "--file", "/nonexistent/x.png" }
+    assert.equal(2, code)
+    assert.matches("--file: cannot read /nonexistent/x.png", err, 1, true)
+    local bad = tmp("[1, 2")
+    _, err, code = cli.run { "run", "examples/test_model.lua", "hi", "--output-schema", bad }
+    os.remove(bad)
+    assert.equal(2, code)
+    assert.matches("is not a JSON Schema object", err, 1, true)
+  end)
+end)

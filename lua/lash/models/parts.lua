@@ -69,6 +69,15 @@ local function check_size(name, kind, n, max)
   return true
 end
 
+-- Parts this module made (already checked and encoded): a prompt may hold
+-- them as they are. Weak keys: the set owns nothing.
+local made = setmetatable({}, { __mode = "k" })
+
+local function mark(p)
+  made[p] = true
+  return p
+end
+
 --- Make a part from bytes. Returns the part, or nil and a message.
 -- @tparam string bytes
 -- @tparam[opt] string media_type (sniffed when absent)
@@ -82,16 +91,16 @@ function M.from_bytes(bytes, media_type, name)
   if IMAGE_TYPES[media_type] then
     local ok, err = check_size(name, "images", #bytes, M.IMAGE_MAX)
     if not ok then return nil, err end
-    return { type = "image", media_type = media_type, data = M.base64(bytes), name = name }
+    return mark { type = "image", media_type = media_type, data = M.base64(bytes), name = name }
   elseif media_type == "application/pdf" then
     local ok, err = check_size(name, "PDF documents", #bytes, M.PDF_MAX)
     if not ok then return nil, err end
-    return { type = "document", media_type = media_type, data = M.base64(bytes), name = name }
+    return mark { type = "document", media_type = media_type, data = M.base64(bytes), name = name }
   elseif media_type == "text/plain" then
     local ok, err = check_size(name, "text documents", #bytes, M.TEXT_MAX)
     if not ok then return nil, err end
     if not utf8.len(bytes) then return nil, name .. ": a text document must be UTF-8" end
-    return { type = "document", media_type = media_type, text = bytes, name = name }
+    return mark { type = "document", media_type = media_type, text = bytes, name = name }
   end
   return nil, name .. ": unsupported media type '" .. tostring(media_type)
     .. "' (image/png, image/jpeg, image/gif, image/webp, application/pdf, text/plain)"
@@ -120,6 +129,7 @@ end
 local function one(p, i)
   if type(p) == "string" then return { type = "text", text = p } end
   if type(p) ~= "table" then return nil, "prompt[" .. i .. "] must be a string or a part table, got " .. type(p) end
+  if made[p] then return p end
   if p.type == "text" then
     if type(p.text) ~= "string" then return nil, "prompt[" .. i .. "].text must be a string" end
     return { type = "text", text = p.text }
