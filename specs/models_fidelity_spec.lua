@@ -468,3 +468,27 @@ describe_or_skip("lash run --file and --output-schema", function()
     assert.matches("is not a JSON Schema object", err, 1, true)
   end)
 end)
+
+describe("output schemas", function()
+  it("are checked when the agent is defined and when a run starts", function()
+    local ok, err = pcall(lash.agent, { model = "test", output = { type = "objet" } })
+    assert.is_false(ok)
+    assert.matches("lash.agent: output.type: unknown type 'objet'", err, 1, true)
+    local a = lash.agent { model = "test" }
+    ok, err = pcall(a.run, a, "x", { output = { type = "object", propertis = {} } })
+    assert.is_false(ok)
+    assert.matches("agent:run: output has an unknown keyword 'propertis'", err, 1, true)
+  end)
+end)
+
+describe("a function model's finish = \"length\"", function()
+  it("cuts its last tool call like a provider's output limit", function()
+    resets = 0
+    local a = lash.agent { tools = { reset_all }, model = function()
+      return { tool_calls = { { name = "reset_all", args = {} } }, finish = "length" } end }
+    local ok, err = pcall(a.run, a, "go")
+    assert.is_false(ok)
+    assert.matches("middle of a call to 'reset_all'", err.message, 1, true)
+    assert.equal(0, resets)
+  end)
+end)

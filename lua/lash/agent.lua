@@ -149,8 +149,8 @@ function M.new(def)
   end
   if def.limits then check_limits("lash.agent", def.limits, 2) end
   if def.output ~= nil then
-    local ok, err = pcall(schema.check, def.output, "lash.agent: output")
-    if not ok then error(tostring(err), 2) end
+    local ok, err = schema.check(def.output, "lash.agent: output")
+    if not ok then error(err, 2) end
   end
   local self = setmetatable({}, Agent)
   for k, v in pairs(def) do self[k] = v end
@@ -264,8 +264,8 @@ local function new_run(agent, prompt, opts)
     error("agent:run: the prompt must be a string, a list of parts (or nil to resume), got " .. type(prompt), 3)
   end
   if opts.output ~= nil then
-    local ok, err = pcall(schema.check, opts.output, "agent:run: output")
-    if not ok then error(tostring(err), 3) end
+    local ok, err = schema.check(opts.output, "agent:run: output")
+    if not ok then error(err, 3) end
   end
   -- files are read and checked now, so a bad one fails before any request
   local prompt_parts = prompt ~= nil and mparts.prompt_parts(prompt) or nil
@@ -794,12 +794,12 @@ local function body(run)
       msgs[#msgs + 1] = { role = "user", parts = { { type = "text", text = problem .. tool.RETRY_SUFFIX } } }
       goto continue
     end
-    if resp.finish == "length" then
-      for _, c in ipairs(calls) do
-        if c.args_json or c.truncated then
-          error(new_error("model", "the model hit its output token limit in the middle of a call to '"
-            .. c.name .. "'; raise model_settings.max_tokens"), 0)
-        end
+    -- the adapter read the cut from the stream's structure (a block never
+    -- closed, the last block of a max_tokens turn): never run such a call
+    for _, c in ipairs(calls) do
+      if c.truncated then
+        error(new_error("model", "the model hit its output token limit in the middle of a call to '"
+          .. tostring(c.name) .. "'; raise model_settings.max_tokens"), 0)
       end
     end
     do

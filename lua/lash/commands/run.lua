@@ -135,8 +135,8 @@ function M.prompt_and_output(prompt, o)
     if type(v) ~= "table" then
       return nil, nil, "--output-schema: " .. o.output_schema .. " is not a JSON Schema object: " .. tostring(derr)
     end
-    local ok, serr = pcall(require("lash.schema").check, v, o.output_schema)
-    if not ok then return nil, nil, "--output-schema: " .. tostring(serr) end
+    local ok, serr = require("lash.schema").check(v, o.output_schema)
+    if not ok then return nil, nil, "--output-schema: " .. serr end
     schema = v
   end
   if not o.files then return prompt, schema end
