@@ -492,3 +492,25 @@ describe("a function model's finish = \"length\"", function()
     assert.equal(0, resets)
   end)
 end)
+
+describe("the terminal printer", function()
+  local function printed(events, color)
+    local out = {}
+    local p = require("lash.render").new { write = function(s) out[#out + 1] = s end, tty = false, color = color }
+    for _, e in ipairs(events) do p:event(e) end
+    p:close()
+    return table.concat(out)
+  end
+
+  it("shows reasoning dimmed under a thinking line, apart from the answer", function()
+    local evs = { { type = "model_request" }, { type = "thinking_delta", text = "Let me " },
+                  { type = "thinking_delta", text = "think." }, { type = "text_delta", text = "Answer." } }
+    assert.equal("∴ thinking\nLet me think.\nAnswer.\n", printed(evs, false))
+    assert.equal("\27[2m∴ thinking\27[0m\n\27[2mLet me \27[0m\27[2mthink.\27[0m\nAnswer.\n", printed(evs, true))
+  end)
+
+  it("prints a structured answer that was not shown as JSON", function()
+    local s = printed { { type = "run_end", stop_reason = "complete", output = { b = 1, a = { true } } } }
+    assert.equal('{"a":[true],"b":1}\n', s)
+  end)
+end)
