@@ -89,6 +89,20 @@ describe_or_skip("anthropic at full fidelity", function()
     end)
   end
 
+  it("names a thinking_delta without its text instead of crashing", function()
+    local function e(name, data) data.type = name return { event = name, data = data } end
+    srv:script { { status = 200, sse = {
+      e("message_start", { message = { id = "m", type = "message", role = "assistant", model = "x", content = {},
+                                       usage = { input_tokens = 1, output_tokens = 1 } } }),
+      e("content_block_start", { index = 0, content_block = { type = "thinking", thinking = "" } }),
+      e("content_block_delta", { index = 0, delta = { type = "thinking_delta" } }) } } }
+    local a = agent()
+    local ok, err = pcall(a.run, a, "hi", { stream = true })
+    assert.is_false(ok)
+    assert.equal("provider", err.kind)
+    assert.matches("content_block_delta thinking_delta without its text", err.message, 1, true)
+  end)
+
   it("sends adaptive thinking with its effort", function()
     srv:script("text")
     agent({ model_settings = { thinking = { type = "adaptive", effort = "high" } } }):run("hi")
@@ -107,6 +121,11 @@ describe_or_skip("anthropic at full fidelity", function()
     assert.is_false(ok)
     assert.equal("config", err.kind)
     assert.matches("budget_tokens must be an integer >= 1024", err.message, 1, true)
+    assert.same({}, srv:requests())
+    a = agent { model_settings = { thinking = { budget_tokens = 4096 }, max_tokens = 2048 } }
+    ok, err = pcall(a.run, a, "hi")
+    assert.is_false(ok)
+    assert.matches("budget_tokens (4096) must be below max_tokens (2048)", err.message, 1, true)
     assert.same({}, srv:requests())
   end)
 

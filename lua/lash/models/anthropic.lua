@@ -178,6 +178,11 @@ function Model:body(req, stream)
     if settings[k] ~= nil then body[k] = settings[k] end
   end
   body.thinking = thinking_config(settings.thinking)
+  if body.thinking and body.thinking.budget_tokens and body.thinking.budget_tokens >= body.max_tokens then
+    bad_setting(string.format("model_settings.thinking.budget_tokens (%d) must be below max_tokens (%d): the "
+      .. "budget is part of the output limit; raise model_settings.max_tokens", body.thinking.budget_tokens,
+      body.max_tokens))
+  end
   local oc = {}
   if settings.effort ~= nil then oc.effort = settings.effort end
   if type(settings.thinking) == "table" and settings.thinking.effort ~= nil then
@@ -287,6 +292,10 @@ local function new_stream(self, on_text, on_thinking)
       local b = st.blocks[data.index]
       local d = data.delta or {}
       if not b then error(bad_response(self, "delta for unknown content block " .. tostring(data.index)), 0) end
+      local piece = d.text or d.thinking or d.signature or d.partial_json
+      if d.type ~= nil and type(piece) ~= "string" then
+        error(bad_response(self, "content_block_delta " .. tostring(d.type) .. " without its text"), 0)
+      end
       if d.type == "text_delta" then
         b.text = b.text .. d.text
         if on_text and d.text ~= "" then on_text(d.text) end
