@@ -288,6 +288,8 @@ describe_or_skip("openai at full fidelity", function()
     assert.equal("high", srv:requests()[1].body.reasoning_effort)
     assert.equal(384, res.usage.reasoning_tokens)
     assert.equal(450, res.usage.output_tokens)
+    assert.equal("1 request · 30 tokens in · 450 out (384 reasoning) · 0 tool calls",
+                 require("lash.render").usage_line(res.usage))
   end)
 
   it("refuses unknown model_settings, and merges extra_body", function()

@@ -774,7 +774,8 @@ local function body(run)
     add_usage(run.usage, u)
     emit(run, { type = "usage", step = step, usage = { input_tokens = u.input_tokens or 0,
                 output_tokens = u.output_tokens or 0, cache_read_tokens = u.cache_read_tokens or 0,
-                cache_write_tokens = u.cache_write_tokens or 0 }, total = copy_usage(run.usage) })
+                cache_write_tokens = u.cache_write_tokens or 0, reasoning_tokens = u.reasoning_tokens },
+                total = copy_usage(run.usage) })
     msgs[#msgs + 1] = { role = "assistant", parts = resp.parts, finish = resp.finish, model = model.name,
                         usage = u }
     check_tokens(run)

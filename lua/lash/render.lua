@@ -152,6 +152,7 @@ function M.usage_line(u, elapsed)
   end
   parts[#parts + 1] = thousands(u.input_tokens) .. " tokens in" .. cached
   parts[#parts + 1] = thousands(u.output_tokens) .. " out"
+    .. ((u.reasoning_tokens or 0) > 0 and (" (" .. thousands(u.reasoning_tokens) .. " reasoning)") or "")
   parts[#parts + 1] = string.format("%d tool call%s", u.tool_calls, u.tool_calls == 1 and "" or "s")
   if elapsed then parts[#parts + 1] = string.format("%.1fs", elapsed) end
   return table.concat(parts, " · ")
