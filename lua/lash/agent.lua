@@ -69,6 +69,7 @@ local capability = require "lash.capability"
 local template = require "lash.template"
 local models = require "lash.models"
 local mparts = require "lash.models.parts"
+local structured = require "lash.models.structured"
 local schema = require "lash.schema"
 
 local M = {}
@@ -637,18 +638,6 @@ end
 
 local FINISH_STOP = { length = "max_tokens", content_filter = "content_filter", refusal = "refusal" }
 
--- What to ask of the model for structured output: native when the
--- adapter enforces the schema, otherwise an instruction (validated after).
-local function output_request(run, model, instructions)
-  local s = run.output_schema
-  if not s then return nil, instructions end
-  local native = type(model.native_output) == "function" and model:native_output(s)
-  if native then return { schema = s, name = "output" }, instructions end
-  local ask = "Answer with only a JSON value (no prose, no code fence) that matches this JSON Schema:\n"
-    .. json.encode_canonical(s)
-  return nil, instructions and (instructions .. "\n\n" .. ask) or ask
-end
-
 local function request_model(run, model, instructions)
   local step = run.info.step
   local on_text, on_thinking
@@ -666,7 +655,7 @@ local function request_model(run, model, instructions)
     end
   end
   local attempts = 0
-  local output, instr = output_request(run, model, instructions)
+  local output, instr = structured.request(run.output_schema, model, instructions)
   local req = {
     instructions = instr, messages = run.messages, tools = run.defs, settings = run.settings,
     on_text = on_text, on_thinking = on_thinking, stream = run.stream, output = output,
@@ -703,22 +692,6 @@ local function request_model(run, model, instructions)
     end
   end
   return resp
-end
-
--- Decode and validate a structured answer; returns value, or nil and the
--- problems as text for the retry prompt.
-local function decode_output(run, text)
-  local s = text:gsub("^%s*```%w*%s*\n", ""):gsub("\n%s*```%s*$", "")
-  local v, derr = json.try_decode(s)
-  if v == nil and derr then
-    return nil, "The answer is not valid JSON (" .. tostring(derr) .. "). Answer with only a JSON value that "
-      .. "matches the output schema."
-  end
-  local ok, errs = schema.validate(v, run.output_schema)
-  if not ok then
-    return nil, "The answer does not match the output schema: " .. schema.format_errors(errs)
-  end
-  return v
 end
 
 local function output_of(resp)
@@ -784,7 +757,7 @@ local function body(run)
       local text = output_of(resp)
       local stop = FINISH_STOP[resp.finish] or "complete"
       if not run.output_schema or stop ~= "complete" then return { output = text, stop_reason = stop } end
-      local value, problem = decode_output(run, text)
+      local value, problem = structured.decode(run.output_schema, text)
       if problem == nil then return { output = value, text = text, stop_reason = stop } end
       run.output_retries = run.output_retries + 1
       if run.output_retries > run.agent.retries then
