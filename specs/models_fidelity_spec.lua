@@ -421,6 +421,17 @@ describe_or_skip("openai at full fidelity", function()
       assert.equal("Half", of_type(events, "retry")[1].discarded_text)
     end)
 
+    it("fails at once on an error event the API does not call transient", function()
+      srv:script { { status = 200, sse = {
+        { event = "error", data = { type = "error", code = "invalid_prompt", message = "Invalid prompt.", param = json.null,
+                                    sequence_number = 1 } } } } }
+      local a = agent({}, "openai-responses")
+      local ok, err = pcall(a.run, a, "hi", { stream = true })
+      assert.is_false(ok)
+      assert.equal("openai-responses: error event in the response stream: invalid_prompt: Invalid prompt.", err.message)
+      assert.equal(1, #srv:requests())
+    end)
+
     it("does not run a call the output limit cut (status incomplete)", function()
       srv:script("responses_cut")
       resets = 0
