@@ -125,7 +125,7 @@ describe("models.resolve", function()
   it("knows the providers and explains an unknown one", function()
     local ok, err = pcall(models.resolve, "gemini:pro")
     assert.is_false(ok)
-    assert.equal("unknown model provider 'gemini' in 'gemini:pro' (known: anthropic, openai, test, or a Lua function)",
+    assert.equal("unknown model provider 'gemini' in 'gemini:pro' (known: anthropic, openai, openai-responses, test, or a Lua function)",
                  err.message)
     assert.equal("test", models.resolve("test").name)
     assert.equal("function", models.resolve(function() end).name)

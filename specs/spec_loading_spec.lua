@@ -255,9 +255,13 @@ capabilities:
     local path
     err, path = load_fails("yaml", "model: test\ncolour: red\n")
     assert.equal(path .. ": unknown key 'colour' (known keys: capabilities, description, instructions, limits, "
-      .. "metadata, model, model_settings, name, retries, stream, tool_timeout, values)", err)
-    err = load_fails("yaml", "output_schema: {type: object}\n")
-    assert.matches("'output_schema' is not supported: lash has no structured output yet", err, 1, true)
+      .. "metadata, model, model_settings, name, output_schema, retries, stream, tool_timeout, values)", err)
+    err = load_fails("yaml", "model: test\noutput_schema: {type: objet}\n")
+    assert.matches("objet", err, 1, true)
+    -- a valid one is the agent's output: the test model answers a value of it
+    local agent = load_ok("yaml", "model: test\noutput_schema:\n  type: object\n  properties: {n: {type: integer}}\n"
+      .. "  required: [n]\n")
+    assert.same({ n = 0 }, agent:run("go").output)
     err = load_fails("yaml", "model: [1, 2]\n")
     assert.matches("model must be a string", err, 1, true)
     err = load_fails("yaml", "model: test\n  bad: indent\n")

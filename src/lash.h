@@ -277,6 +277,11 @@ int lash_set_event_handler(lash_State *S, lash_EventFn fn, void *ud);
 **                            stop_reason "approval_required" instead
 **   "stream": bool           stream model text (default: when an event
 **                            handler is set)
+**   "parts": [{"type": "image"|"document", "path": "..."}, ...]
+**                            files after the prompt text (or "text": ...
+**                            for a text document)
+**   "output": {JSON Schema}  a structured answer: the result's "output"
+**                            is the decoded value, *output its JSON text
 ** *run receives the handle (free it with lash_run_free). */
 int lash_run_start(lash_State *S, const char *prompt,
                    const char *options_json, lash_Run **run);

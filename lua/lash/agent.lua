@@ -15,6 +15,8 @@
 --
 --   { role = "user", parts = {
 --       { type = "text", text = "..." },                       -- a prompt
+--       { type = "image", media_type =, data = base64, name = },
+--       { type = "document", media_type =, data = base64 | text =, name = },
 --       { type = "tool_result", id = "call id", name = "tool",
 --         content = "text the model sees",
 --         status = "ok" | "retry" | "denied" } } }              -- tool results
@@ -23,6 +25,9 @@
 --       { type = "tool_call", id = "call id", name = "tool",
 --         args = { ... },                 -- decoded arguments, or
 --         args_json = "..." } },          -- the raw text when it was not a JSON object
+--       { type = "thinking", text =, signature = },      -- reasoning, kept verbatim
+--       { type = "redacted_thinking", data = },
+--       { type = "reasoning", item = {...}, text = } },  -- a Responses API reasoning item
 --     finish = "stop" | "tool_calls" | "length" | ...,
 --     model = "provider:model", usage = { input_tokens=, output_tokens=, ... } }
 --
@@ -33,11 +38,16 @@
 --   run_start    {run_id, agent, model, prompt}
 --   model_request{run_id, step, model, messages (count), tools (count)}
 --   text_delta   {run_id, step, text}                  when streaming
+--   thinking_delta {run_id, step, text}                reasoning text, when streaming
+--   text, thinking {run_id, step, text}                a turn's whole text / reasoning when
+--                                                      it was not streamed
 --   tool_call    {run_id, step, id, name, args}        args: table, or the raw string
 --   approval_request {run_id, step, id, name, args}    a call waits for a decision
 --   tool_result  {run_id, step, id, name, status, content, elapsed}
 --   retry        {run_id, step, kind = "tool", id, name, attempt, message}
---                {run_id, step, kind = "model", attempt, delay, status, reason, message}
+--                {run_id, step, kind = "model", attempt, delay, status, reason, message,
+--                 discarded_text, discarded_thinking}  what the failed attempt had streamed
+--                {run_id, step, kind = "output", attempt, message}  the answer missed the schema
 --   usage        {run_id, step, usage = this request, total = the run so far}
 --   run_end      {run_id, stop_reason, output, usage, pending, error = {kind, message}}
 -- `on_event` runs inside the run's task (or a tool call's child task); it
@@ -45,7 +55,10 @@
 --
 -- **Stop reasons**: "complete" (an answer), "max_tokens" (the answer hit the
 -- output limit), "content_filter"/"refusal", "approval_required" (calls
--- wait for approval: `result.pending`). Failures raise typed errors
+-- wait for approval: `result.pending`). With `output = <JSON Schema>` (agent
+-- or run) the answer is decoded and validated: `result.output` is the value,
+-- `result.text` the raw answer; a mismatch is sent back as a retry prompt
+-- (up to `retries` times, then an `output` error). Failures raise typed errors
 -- (`limit`, `tool`, `retries`, `model`, `provider`, `auth`, `config`,
 -- `template`, `cancelled`, ...) carrying `messages` and `usage`.
 -- @module lash.agent
@@ -55,6 +68,9 @@ local toolset = require "lash.toolset"
 local capability = require "lash.capability"
 local template = require "lash.template"
 local models = require "lash.models"
+local mparts = require "lash.models.parts"
+local structured = require "lash.models.structured"
+local schema = require "lash.schema"
 
 local M = {}
 
@@ -84,12 +100,14 @@ local AGENT_FIELDS = {
   toolsets = "table", capabilities = "table", retries = "number", limits = "table",
   model_settings = "table", deps = true, values = "table", tool_timeout = "number",
   stream = "boolean", approve = "function", model_options = "table",
+  output = "table",  -- a JSON Schema: the run's answer is a value of it (structured output)
 }
 
 local RUN_OPTS = {
   history = "table", deps = true, on_event = "function", approve = "function", approvals = "table",
   model = true, limits = "table", values = "table", model_settings = "table", stream = "boolean",
   holder = "string",  -- who this run is, for claiming an attached sandbox (lash.identity)
+  output = "table",   -- a JSON Schema for the answer (overrides the agent's)
 }
 
 local function sorted_keys(t)
@@ -135,6 +153,10 @@ function M.new(def)
     error("lash.agent: field 'retries' must be an integer >= 0, got " .. tostring(def.retries), 2)
   end
   if def.limits then check_limits("lash.agent", def.limits, 2) end
+  if def.output ~= nil then
+    local ok, err = schema.check(def.output, "lash.agent: output")
+    if not ok then error(err, 2) end
+  end
   local self = setmetatable({}, Agent)
   for k, v in pairs(def) do self[k] = v end
   self.name = def.name or "agent"
@@ -195,6 +217,7 @@ local function merged(a, b)
 end
 
 local function add_usage(total, u)
+  if u.reasoning_tokens then total.reasoning_tokens = (total.reasoning_tokens or 0) + u.reasoning_tokens end
   total.input_tokens = total.input_tokens + (u.input_tokens or 0)
   total.output_tokens = total.output_tokens + (u.output_tokens or 0)
   total.cache_read_tokens = total.cache_read_tokens + (u.cache_read_tokens or 0)
@@ -204,7 +227,7 @@ end
 local function copy_usage(u)
   return { requests = u.requests, input_tokens = u.input_tokens, output_tokens = u.output_tokens,
            cache_read_tokens = u.cache_read_tokens, cache_write_tokens = u.cache_write_tokens,
-           tool_calls = u.tool_calls }
+           tool_calls = u.tool_calls, reasoning_tokens = u.reasoning_tokens }
 end
 
 local function limit_error(name, max, value, what)
@@ -242,9 +265,16 @@ local function new_run(agent, prompt, opts)
   opts = opts or {}
   if type(opts) ~= "table" then error("agent:run: options must be a table, got " .. type(opts), 3) end
   tool.check_fields("agent:run", opts, RUN_OPTS, 3)
-  if prompt ~= nil and type(prompt) ~= "string" then
-    error("agent:run: the prompt must be a string (or nil to resume), got " .. type(prompt), 3)
+  if prompt ~= nil and type(prompt) ~= "string" and type(prompt) ~= "table" then
+    error("agent:run: the prompt must be a string, a list of parts (or nil to resume), got " .. type(prompt), 3)
   end
+  if opts.output ~= nil then
+    local ok, err = schema.check(opts.output, "agent:run: output")
+    if not ok then error(err, 3) end
+  end
+  -- files are read and checked now, so a bad one fails before any request
+  local prompt_parts = prompt ~= nil and mparts.prompt_parts(prompt) or nil
+  if type(prompt) == "table" then prompt = mparts.summary(prompt_parts) end
   local limits = merged(DEFAULT_LIMITS, agent.limits)
   if opts.limits then
     check_limits("agent:run", opts.limits, 3)
@@ -274,6 +304,7 @@ local function new_run(agent, prompt, opts)
     on_event = opts.on_event, approve = opts.approve or agent.approve,
     approvals = opts.approvals or {}, stream = stream, retries = {}, opened = {},
     settings = merged(agent.model_settings, opts.model_settings),
+    prompt_parts = prompt_parts, output_schema = opts.output or agent.output, output_retries = 0,
   }
 end
 
@@ -635,25 +666,56 @@ local FINISH_STOP = { length = "max_tokens", content_filter = "content_filter", 
 
 local function request_model(run, model, instructions)
   local step = run.info.step
-  local on_text
+  local on_text, on_thinking
+  -- what this attempt streamed, so a retry can say what it discarded
+  local pending_text, pending_thinking, streamed = {}, {}, false
   if run.stream and run.on_event then
-    on_text = function(delta) emit(run, { type = "text_delta", step = step, text = delta }) end
+    on_text = function(delta)
+      streamed = true
+      pending_text[#pending_text + 1] = delta
+      emit(run, { type = "text_delta", step = step, text = delta })
+    end
+    on_thinking = function(delta)
+      pending_thinking[#pending_thinking + 1] = delta
+      emit(run, { type = "thinking_delta", step = step, text = delta })
+    end
   end
+  local attempts = 0
+  local output, instr = structured.request(run.output_schema, model, instructions)
   local req = {
-    instructions = instructions, messages = run.messages, tools = run.defs, settings = run.settings,
-    on_text = on_text, stream = run.stream, info = { run_id = run.id, step = step, agent = run.agent.name },
+    instructions = instr, messages = run.messages, tools = run.defs, settings = run.settings,
+    on_text = on_text, on_thinking = on_thinking, stream = run.stream, output = output,
+    info = { run_id = run.id, step = step, agent = run.agent.name },
+    on_attempt = function() attempts = attempts + 1 end,
     on_retry = function(r)
-      emit(run, { type = "retry", kind = "model", step = step, attempt = r.attempt, delay = r.delay,
-                  status = r.status, reason = r.reason, message = r.message })
+      local ev = { type = "retry", kind = "model", step = step, attempt = r.attempt, delay = r.delay,
+                   status = r.status, reason = r.reason, message = r.message }
+      if #pending_text > 0 then ev.discarded_text = table.concat(pending_text) end
+      if #pending_thinking > 0 then ev.discarded_thinking = table.concat(pending_thinking) end
+      pending_text, pending_thinking = {}, {}
+      emit(run, ev)
     end,
   }
   local ok, resp = pcall(model.request, model, req)
+  -- every request sent counts, failed attempts included; a model without
+  -- HTTP (function, test) made one
+  run.usage.requests = run.usage.requests + math.max(attempts, (ok or attempts > 0) and 1 or 0)
   if not ok then
     if type(resp) == "table" then error(resp, 0) end
     error(new_error("model", "model " .. tostring(model.name) .. " failed: " .. tostring(resp)), 0)
   end
   if type(resp) ~= "table" or type(resp.parts) ~= "table" then
     error(new_error("model", "model " .. tostring(model.name) .. " returned no response parts"), 0)
+  end
+  if not streamed then
+    -- not streamed: the text of every turn is still shown, tool-calling turns included
+    for _, p in ipairs(resp.parts) do
+      if (p.type == "thinking" or p.type == "reasoning") and p.text and p.text ~= "" and #pending_thinking == 0 then
+        emit(run, { type = "thinking", step = step, text = p.text })
+      elseif p.type == "text" and p.text ~= "" then
+        emit(run, { type = "text", step = step, text = p.text })
+      end
+    end
   end
   return resp
 end
@@ -682,7 +744,7 @@ local function body(run)
       error(new_error("config", "the history ends with tool calls that have no results; resume it with "
         .. "agent:run(nil, {history = ..., approvals = {...}}) before sending a new prompt"), 0)
     end
-    msgs[#msgs + 1] = { role = "user", parts = { { type = "text", text = run.prompt } } }
+    msgs[#msgs + 1] = { role = "user", parts = run.prompt_parts }
   else
     local last = msgs[#msgs]
     if not (last and last.role == "assistant" and #tool_calls_of(last) > 0) then
@@ -696,10 +758,10 @@ local function body(run)
   end
   while true do
     local max_steps = run.limits.max_steps
-    if max_steps and run.usage.requests >= max_steps then
-      error(limit_error("max_steps", max_steps, run.usage.requests,
-        string.format("%d model request%s made without a final answer", run.usage.requests,
-                      run.usage.requests == 1 and "" or "s")), 0)
+    if max_steps and run.info.step >= max_steps then
+      error(limit_error("max_steps", max_steps, run.info.step,
+        string.format("%d model request%s made without a final answer", run.info.step,
+                      run.info.step == 1 and "" or "s")), 0)
     end
     run.info.step = run.info.step + 1
     local step = run.info.step
@@ -708,28 +770,43 @@ local function body(run)
     emit(run, { type = "model_request", step = step, model = model.name, messages = #msgs, tools = #run.defs })
     local resp = request_model(run, model, instructions)
     local u = resp.usage or models.usage()
-    run.usage.requests = run.usage.requests + 1
     add_usage(run.usage, u)
     emit(run, { type = "usage", step = step, usage = { input_tokens = u.input_tokens or 0,
                 output_tokens = u.output_tokens or 0, cache_read_tokens = u.cache_read_tokens or 0,
-                cache_write_tokens = u.cache_write_tokens or 0 }, total = copy_usage(run.usage) })
+                cache_write_tokens = u.cache_write_tokens or 0, reasoning_tokens = u.reasoning_tokens },
+                total = copy_usage(run.usage) })
     msgs[#msgs + 1] = { role = "assistant", parts = resp.parts, finish = resp.finish, model = model.name,
                         usage = u }
     check_tokens(run)
     local calls = tool_calls_of(msgs[#msgs])
     if #calls == 0 then
-      return { output = output_of(resp), stop_reason = FINISH_STOP[resp.finish] or "complete" }
+      local text = output_of(resp)
+      local stop = FINISH_STOP[resp.finish] or "complete"
+      if not run.output_schema or stop ~= "complete" then return { output = text, stop_reason = stop } end
+      local value, problem = structured.decode(run.output_schema, text)
+      if problem == nil then return { output = value, text = text, stop_reason = stop } end
+      run.output_retries = run.output_retries + 1
+      if run.output_retries > run.agent.retries then
+        error(new_error("output", string.format("the answer did not match the output schema after %d retr%s: %s",
+          run.agent.retries, run.agent.retries == 1 and "y" or "ies", problem), { text = text }), 0)
+      end
+      emit(run, { type = "retry", kind = "output", step = step, attempt = run.output_retries, message = problem })
+      msgs[#msgs + 1] = { role = "user", parts = { { type = "text", text = problem .. tool.RETRY_SUFFIX } } }
+      goto continue
     end
-    if resp.finish == "length" then
-      for _, c in ipairs(calls) do
-        if c.args_json then
-          error(new_error("model", "the model hit its output token limit in the middle of a call to '"
-            .. c.name .. "'; raise model_settings.max_tokens"), 0)
-        end
+    -- the adapter read the cut from the stream's structure (a block never
+    -- closed, the last block of a max_tokens turn): never run such a call
+    for _, c in ipairs(calls) do
+      if c.truncated then
+        error(new_error("model", "the model hit its output token limit in the middle of a call to '"
+          .. tostring(c.name) .. "'; raise model_settings.max_tokens"), 0)
       end
     end
-    local pending = run_calls(run, calls)
-    if pending then return { stop_reason = "approval_required", pending = pending } end
+    do
+      local pending = run_calls(run, calls)
+      if pending then return { stop_reason = "approval_required", pending = pending } end
+    end
+    ::continue::
   end
 end
 

@@ -39,6 +39,8 @@ end
 local RUN_OPTIONS = {
   values = "object", limits = "object", model = true, model_settings = "object",
   stream = "boolean", deps = true, history = "array", approvals = "object", approval = "string",
+  parts = "array",    -- image/document parts after the prompt text ({"type": "image", "path": ...})
+  output = "object",  -- a JSON Schema for a structured answer (the result's "output" is the value)
 }
 local RUN_OPTION_LIST do
   local names = {}
@@ -251,7 +253,10 @@ function M.new(core)
       text = json.try_encode_canonical(out) or json.encode_canonical { status = status, error = { kind = "json",
         message = "the run's result could not be encoded as JSON" } }
     end
-    core.finish(crun, status, ok and res.output or nil, text)
+    -- a structured answer's text is the JSON the model wrote; the value is in the result
+    local answer = ok and res.output or nil
+    if answer ~= nil and type(answer) ~= "string" then answer = res.text end
+    core.finish(crun, status, answer, text)
   end
 
   --- lash_run_start: returns the agent task (C keeps it to cancel the run).
@@ -261,7 +266,8 @@ function M.new(core)
     end
     local o = decode_options(options_json)
     local opts = { limits = o.limits, model = o.model, model_settings = o.model_settings,
-                   deps = o.deps, history = o.history, approvals = o.approvals }
+                   deps = o.deps, history = o.history, approvals = o.approvals, output = o.output }
+    if o.parts and prompt ~= nil then prompt = { prompt, table.unpack(o.parts) } end
     local vals = {}
     for k, v in pairs(values) do vals[k] = v end
     for k, v in pairs(o.values or {}) do vals[k] = v end

@@ -152,6 +152,7 @@ function M.usage_line(u, elapsed)
   end
   parts[#parts + 1] = thousands(u.input_tokens) .. " tokens in" .. cached
   parts[#parts + 1] = thousands(u.output_tokens) .. " out"
+    .. ((u.reasoning_tokens or 0) > 0 and (" (" .. thousands(u.reasoning_tokens) .. " reasoning)") or "")
   parts[#parts + 1] = string.format("%d tool call%s", u.tool_calls, u.tool_calls == 1 and "" or "s")
   if elapsed then parts[#parts + 1] = string.format("%.1fs", elapsed) end
   return table.concat(parts, " · ")
@@ -169,14 +170,41 @@ function handlers.model_request(self)
   self:spin("thinking")
 end
 
+-- Reasoning is shown dimmed, apart from the answer: a "thinking" line that
+-- the answer's text starts after.
+local function end_thinking(self)
+  if self.thinking then
+    self.thinking = false
+    if not self.at_line_start then self.write("\n") self.at_line_start = true end
+  end
+end
+
 function handlers.text_delta(self, ev)
   self.spin_label = nil
   self.streamed = true
+  end_thinking(self)
   self:text(ev.text)
+end
+handlers.text = handlers.text_delta
+
+function handlers.thinking_delta(self, ev)
+  self.spin_label = nil
+  if not self.thinking then
+    self:line(self:paint("dim", "∴ thinking"))
+    self.thinking = true
+  end
+  self:clear_spin()
+  self.write(self:paint("dim", ev.text))
+  self.at_line_start = ev.text:sub(-1) == "\n"
+end
+handlers.thinking = function(self, ev)
+  handlers.thinking_delta(self, ev)
+  end_thinking(self)
 end
 
 function handlers.tool_call(self, ev)
   self:unspin()
+  end_thinking(self)
   self:line(self:paint("cyan", "▸ " .. ev.name) .. " " .. self:paint("dim", one_line(args_text(ev.args), self.width)))
   self:spin("running " .. ev.name)
 end
@@ -199,16 +227,28 @@ end
 
 function handlers.retry(self, ev)
   self:unspin()
+  end_thinking(self)
   if ev.kind == "model" then
+    if ev.discarded_text or ev.discarded_thinking then
+      -- the text above came from the failed attempt: say it does not count
+      self:line(self:paint("yellow", "↶ discarded: the text above was cut off and is sent again"))
+    end
     self:line(self:paint("yellow", string.format("↻ model request failed (%s), retry %d in %.1fs: ",
       ev.status and ("HTTP " .. ev.status) or tostring(ev.reason), ev.attempt, ev.delay or 0))
       .. self:paint("dim", one_line(ev.message, self.width)))
+  elseif ev.kind == "output" then
+    self:line(self:paint("yellow", string.format("↻ the answer does not match the output schema, retry %d: ",
+      ev.attempt)) .. self:paint("dim", one_line(ev.message, self.width)))
   end
 end
 
 function handlers.run_end(self, ev)
   self:unspin()
-  if ev.output and ev.output ~= "" and not self.streamed then
+  end_thinking(self)
+  if ev.output ~= nil and type(ev.output) ~= "string" then
+    -- structured output: the decoded value, printed as JSON unless its text was shown
+    if not self.streamed then self:line(json.encode_canonical(ev.output)) end
+  elseif ev.output and ev.output ~= "" and not self.streamed then
     -- not streamed: the answer arrives whole
     self:text(ev.output)
   end

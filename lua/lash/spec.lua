@@ -28,7 +28,8 @@
 --     - PrefixTools: {prefix: box, capability: {ModalSandbox: python:3.12-slim}}
 --
 -- Keys: model, name, description, instructions (a string or a list),
--- model_settings, retries, tool_timeout, limits, values, stream, metadata
+-- model_settings, retries, tool_timeout, limits, values, stream, output_schema
+-- (a JSON Schema for a structured answer), metadata
 -- (kept for tools that read specs; lash ignores it) and capabilities.
 -- A capability entry is `Name`, `{Name: arg}` (one value: the type's
 -- positional argument) or `{Name: {options}}`. Built-in types: Sandbox
@@ -240,11 +241,10 @@ end
 local FILE_KEYS = {
   model = true, name = true, description = true, instructions = true, model_settings = true, retries = true,
   tool_timeout = true, limits = true, values = true, stream = true, metadata = true, capabilities = true,
+  output_schema = true,  -- the agent's `output` (structured output)
 }
 local NOT_YET = {
   deps_schema = "lash checks no deps schema; remove it (the run's deps are passed as they are)",
-  output_schema = "lash has no structured output yet; remove it and describe the answer's shape in the "
-    .. "instructions",
   end_strategy = "lash always runs every tool call of a turn; remove it",
 }
 
@@ -278,7 +278,8 @@ function M.from_table(t, where, trusted)
       table.sort(known)
       error(where .. ": unknown key '" .. tostring(k) .. "' (known keys: " .. table.concat(known, ", ") .. ")", 0)
     end
-    if k ~= "metadata" then def[k] = v end
+    if k == "output_schema" then def.output = v
+    elseif k ~= "metadata" then def[k] = v end
   end
   if def.model ~= nil and type(def.model) ~= "string" then
     error(where .. ": model must be a string such as anthropic:claude-sonnet-4-6, got " .. type(def.model), 0)

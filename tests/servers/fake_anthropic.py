@@ -35,7 +35,9 @@ def ev(name, data):
 
 def to_sse(msg):
     """A Messages API response as its event stream (message_start, one
-    start/delta/stop triple per content block, message_delta, message_stop)."""
+    start/delta/stop triple per content block (thinking as thinking_delta then
+signature_delta, redacted_thinking whole in its start event), message_delta,
+message_stop)."""
     usage = dict(msg.get("usage", {}))
     out_tokens = usage.get("output_tokens", 0)
     start = dict(msg, content=[], stop_reason=None, stop_sequence=None, usage=dict(usage, output_tokens=1))
@@ -44,6 +46,22 @@ def to_sse(msg):
         if block["type"] == "text":
             events.append(ev("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}}))
             events.append(ev("content_block_delta", {"index": i, "delta": {"type": "text_delta", "text": block["text"]}}))
+        elif block["type"] == "thinking":
+            # the documented order: the text in thinking_delta events, then
+            # the signature in one signature_delta just before the stop
+            events.append(ev("content_block_start", {"index": i, "content_block": {
+                "type": "thinking", "thinking": "", "signature": ""}}))
+            text = block["thinking"]
+            half = len(text) // 2
+            for piece in (text[:half], text[half:]):
+                if piece:
+                    events.append(ev("content_block_delta", {"index": i, "delta": {
+                        "type": "thinking_delta", "thinking": piece}}))
+            events.append(ev("content_block_delta", {"index": i, "delta": {
+                "type": "signature_delta", "signature": block["signature"]}}))
+        elif block["type"] == "redacted_thinking":
+            # sent whole in content_block_start, no deltas
+            events.append(ev("content_block_start", {"index": i, "content_block": block}))
         elif block["type"] == "tool_use":
             events.append(ev("content_block_start", {"index": i, "content_block": dict(block, input={})}))
             events.append(ev("content_block_delta", {"index": i, "delta": {

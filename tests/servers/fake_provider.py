@@ -16,6 +16,8 @@ A fixture is a JSON file {"description": ..., "responses": [...]} where each
 response is one of
   {"status": 200, "headers": {...}, "json": {...}}      a JSON body
   {"status": 500, "body": "raw text"}                   a raw body
+  {"status": 200, "body_latin1": "..."}                 raw bytes, one per character
+                   (to send invalid UTF-8)
   {"sse": [{"event": "name", "data": {...} or "text"}, ...],
    "cut_after_bytes": N}                                an event stream,
                    optionally cut after N bytes (the connection then closes)
@@ -185,7 +187,11 @@ def make_handler(state, api_paths, check_request, to_sse):
             if "json" in r:
                 self.send_json(status, r["json"], headers)
                 return
-            body = r.get("body", "").encode("utf-8")
+            if "body_latin1" in r:
+                # bytes that are not UTF-8 (each character is one byte)
+                body = r["body_latin1"].encode("latin-1")
+            else:
+                body = r.get("body", "").encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", headers.get("content-type", "text/plain"))
             self.send_header("Content-Length", str(len(body)))

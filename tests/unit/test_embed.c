@@ -305,6 +305,29 @@ static void test_misuse(void) {
   T_EQ_INT(lash_close(S), LASH_OK, "and it closes");
 }
 
+/* Prompt parts and a structured answer through lash_run_start's options:
+** the model sees the document part and answers JSON; *output is its text,
+** the result's "output" the decoded value. */
+static void test_parts_and_output(void) {
+  lash_State *S = lash_open(NULL);
+  lash_Run *run;
+  T_EQ_INT(lash_load_spec_string(S,
+    "return lash.agent { model = function(msgs) local p = msgs[1].parts "
+    "return string.format('{\"n\": %d, \"doc\": \"%s\"}', #p, p[2].text) end }", "parts"),
+    LASH_OK, "a spec whose model reports the prompt's parts");
+  T_EQ_INT(lash_run_start(S, "read this",
+    "{\"parts\": [{\"type\": \"document\", \"text\": \"notes\", \"name\": \"n.txt\"}],"
+    " \"output\": {\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"}},"
+    " \"required\": [\"n\"]}}", &run), LASH_OK, "starts with parts and an output schema");
+  T_OK(run_frames(S, run, 50) >= 0 && lash_run_status(run) == LASH_RUN_DONE, "to the end");
+  T_EQ_STR(output_of(run), "{\"n\": 2, \"doc\": \"notes\"}", "the answer's JSON text");
+  T_OK(strstr(result_json(run), "\"output\":{\"doc\":\"notes\",\"n\":2}") != NULL
+       || strstr(result_json(run), "\"output\":{\"n\":2,\"doc\":\"notes\"}") != NULL,
+       "the decoded value in the result: %s", result_json(run));
+  lash_run_free(run);
+  lash_close(S);
+}
+
 static void test_specs(void) {
   lash_State *S = lash_open(NULL);
   char path[] = "/tmp/lash_test_spec_XXXXXX.lua";
@@ -1108,6 +1131,7 @@ static void test_attach(void) {
 int main(void) {
   test_misuse();
   test_specs();
+  test_parts_and_output();
   test_answer_at_once();
   test_three_frames_later();
   test_retry_and_fail();

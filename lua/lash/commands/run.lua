@@ -30,6 +30,11 @@ options:
   --holder H       this run's identity while it holds the sandbox (default:
                    the Airflow task instance, else the owner)
   --backend B      the sandbox backend (local, modal) instead of the spec's
+  --file PATH      attach a file to the prompt (PNG, JPEG, GIF, WebP image,
+                   PDF or UTF-8 text document); repeatable
+  --output-schema FILE
+                   the answer must be JSON matching the JSON Schema in FILE
+                   (validated, retried on mismatch; printed as JSON)
 
 environment: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY,
 OPENAI_BASE_URL, NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
@@ -70,6 +75,10 @@ local function parse_args(args, cli)
     elseif a == "--owner" then o.owner = value(a)
     elseif a == "--holder" then o.holder = value(a)
     elseif a == "--backend" then o.backend = value(a)
+    elseif a == "--file" then
+      o.files = o.files or {}
+      o.files[#o.files + 1] = value(a)
+    elseif a == "--output-schema" then o.output_schema = value(a)
     elseif a == "--" then
       for j = i + 1, #args do o.positional[#o.positional + 1] = args[j] end
       break
@@ -112,6 +121,35 @@ local function approver(o, render)
   end
 end
 
+--- The prompt with the --file parts, and the --output-schema schema.
+-- Returns prompt, schema|nil, or nil, nil, message.
+function M.prompt_and_output(prompt, o)
+  local schema
+  if o.output_schema then
+    local f, ferr = io.open(o.output_schema, "rb")
+    if not f then return nil, nil, "--output-schema: cannot read " .. tostring(ferr) end
+    local text = f:read("a")
+    f:close()
+    local json = require "lash.json"
+    local v, derr = json.try_decode(text or "")
+    if type(v) ~= "table" then
+      return nil, nil, "--output-schema: " .. o.output_schema .. " is not a JSON Schema object: " .. tostring(derr)
+    end
+    local ok, serr = require("lash.schema").check(v, o.output_schema)
+    if not ok then return nil, nil, "--output-schema: " .. serr end
+    schema = v
+  end
+  if not o.files then return prompt, schema end
+  local mparts = require "lash.models.parts"
+  local parts = { prompt }
+  for _, path in ipairs(o.files) do
+    local part, err = mparts.from_file(path)
+    if not part then return nil, nil, "--file: " .. err end
+    parts[#parts + 1] = part
+  end
+  return parts, schema
+end
+
 function M.main(args, cli)
   local o = parse_args(args, cli)
   local spec_path = o.positional[1]
@@ -131,6 +169,9 @@ function M.main(args, cli)
   local prompt = read_prompt(o, render)
   if not prompt then cli.usage_error("missing the prompt (give it after the spec, or on standard input)") end
   local opts = {}
+  local perr
+  prompt, opts.output, perr = M.prompt_and_output(prompt, o)
+  if perr then cli.usage_error(perr) end
   if o.model then opts.model = o.model end
   if o.max_steps then opts.limits = { max_steps = o.max_steps } end
   if o.deps then

@@ -12,6 +12,13 @@
 -- Streams (SSE: message_start, content_block_start/delta/stop with
 -- text_delta and input_json_delta, message_delta, message_stop, ping,
 -- error) when the run streams; otherwise one JSON response.
+-- Extended thinking: `model_settings.thinking = {budget_tokens = N}` (sent
+-- as type "enabled") or `"adaptive"` / `{type = "adaptive"}` (with
+-- `effort = "low"|"medium"|"high"|"max"` in output_config); thinking and
+-- redacted_thinking blocks are kept verbatim (signature and data
+-- included) and sent back in their place, before the tool_use they led
+-- to. Structured output: `output_config.format` (json_schema). Images and
+-- documents: image and document blocks (base64, or text for text files).
 -- Usage: input_tokens counts all input, cache reads and writes included;
 -- cache_read_tokens and cache_write_tokens break them out.
 --
@@ -19,6 +26,7 @@
 -- $ANTHROPIC_BASE_URL or https://api.anthropic.com), max_tokens (default
 -- 8192, overridden by model_settings.max_tokens), timeout (600 s),
 -- max_retries (2), retry_delay, max_retry_delay, cache (true), headers.
+-- model_settings: see SETTINGS; anything else goes in extra_body.
 -- @module lash.models.anthropic
 local json = require "lash.json"
 local models = require "lash.models"
@@ -50,6 +58,10 @@ function M.new(name, opts)
   }, Model)
 end
 
+--- The model_settings this provider takes.
+M.SETTINGS = { max_tokens = true, temperature = true, top_p = true, top_k = true, stop_sequences = true,
+               metadata = true, tool_choice = true, thinking = true, effort = true, service_tier = true }
+
 local EPHEMERAL = { type = "ephemeral" }
 
 local function user_blocks(msg, out)
@@ -57,8 +69,18 @@ local function user_blocks(msg, out)
     if p.type == "text" then
       if p.text ~= "" then out[#out + 1] = { type = "text", text = p.text } end
     elseif p.type == "tool_result" then
-      out[#out + 1] = { type = "tool_result", tool_use_id = p.id, content = p.content ~= "" and p.content or nil,
+      out[#out + 1] = { type = "tool_result", tool_use_id = models.id_string(p.id), content = p.content ~= "" and p.content or nil,
                         is_error = p.status ~= "ok" or nil }
+    elseif p.type == "image" then
+      out[#out + 1] = { type = "image", source = { type = "base64", media_type = p.media_type, data = p.data } }
+    elseif p.type == "document" then
+      if p.text then
+        out[#out + 1] = { type = "document", title = p.name,
+                          source = { type = "text", media_type = "text/plain", data = p.text } }
+      else
+        out[#out + 1] = { type = "document", title = p.name,
+                          source = { type = "base64", media_type = p.media_type, data = p.data } }
+      end
     end
   end
 end
@@ -67,10 +89,16 @@ local function assistant_blocks(msg, out)
   for _, p in ipairs(msg.parts) do
     if p.type == "text" then
       if p.text ~= "" then out[#out + 1] = { type = "text", text = p.text } end
+    elseif p.type == "thinking" and p.signature then
+      -- verbatim: the API checks the signature against the text (reasoning
+      -- from other providers has none and is not sent)
+      out[#out + 1] = { type = "thinking", thinking = p.text, signature = p.signature }
+    elseif p.type == "redacted_thinking" then
+      out[#out + 1] = { type = "redacted_thinking", data = p.data }
     elseif p.type == "tool_call" then
       -- malformed arguments are replayed as an empty object: the API
       -- requires an object, and the retry prompt that follows says why
-      out[#out + 1] = { type = "tool_use", id = p.id, name = p.name, input = p.args or {} }
+      out[#out + 1] = { type = "tool_use", id = models.id_string(p.id), name = p.name, input = p.args or {} }
     end
   end
 end
@@ -136,18 +164,69 @@ end
 local function wire_tools_cached(defs) return wire_tools(defs, true) end
 local function wire_tools_plain(defs) return wire_tools(defs, false) end
 
+local function bad_setting(msg)
+  error(require("lash").error("config", "anthropic: " .. msg), 0)
+end
+
+-- thinking = {budget_tokens = N} | "adaptive" | {type = "adaptive"|"enabled"|"disabled", ...}
+local function thinking_config(t)
+  if t == nil or t == false then return nil end
+  if t == "adaptive" then return { type = "adaptive" } end
+  if type(t) ~= "table" then
+    bad_setting("model_settings.thinking must be {budget_tokens = N} or \"adaptive\", got " .. tostring(t))
+  end
+  local ty = t.type or (t.budget_tokens and "enabled")
+  if ty == "enabled" then
+    local b = t.budget_tokens
+    if math.type(b) ~= "integer" or b < 1024 then
+      bad_setting("model_settings.thinking.budget_tokens must be an integer >= 1024 (the API's minimum), got "
+        .. tostring(b))
+    end
+    return { type = "enabled", budget_tokens = b }
+  elseif ty == "adaptive" or ty == "disabled" then
+    local out = {}
+    for k, v in pairs(t) do out[k] = v end
+    out.type = ty
+    return out
+  end
+  bad_setting("model_settings.thinking needs budget_tokens = N, or type = \"adaptive\"")
+end
+
+--- Anthropic enforces any JSON Schema given as output_config.format.
+function Model:native_output()
+  return true
+end
+
 --- Build the request body (exported for tests).
 function Model:body(req, stream)
   local settings = req.settings or {}
+  models.check_settings("anthropic", settings, M.SETTINGS)
   local cache = self.opts.cache ~= false
   local body = {
     model = self.model_id,
     max_tokens = settings.max_tokens or self.opts.max_tokens or M.DEFAULT_MAX_TOKENS,
     messages = M.messages(req.messages, cache),
   }
-  for _, k in ipairs { "temperature", "top_p", "top_k", "stop_sequences", "metadata", "tool_choice" } do
+  for _, k in ipairs { "temperature", "top_p", "top_k", "stop_sequences", "metadata", "tool_choice",
+                       "service_tier" } do
     if settings[k] ~= nil then body[k] = settings[k] end
   end
+  body.thinking = thinking_config(settings.thinking)
+  if body.thinking and body.thinking.budget_tokens and body.thinking.budget_tokens >= body.max_tokens then
+    bad_setting(string.format("model_settings.thinking.budget_tokens (%d) must be below max_tokens (%d): the "
+      .. "budget is part of the output limit; raise model_settings.max_tokens", body.thinking.budget_tokens,
+      body.max_tokens))
+  end
+  local oc = {}
+  if settings.effort ~= nil then oc.effort = settings.effort end
+  if type(settings.thinking) == "table" and settings.thinking.effort ~= nil then
+    oc.effort = settings.thinking.effort
+    body.thinking.effort = nil
+  end
+  if req.output then
+    oc.format = { type = "json_schema", schema = req.output.schema }
+  end
+  if next(oc) then body.output_config = oc end
   if req.instructions and req.instructions ~= "" then
     body.system = { { type = "text", text = req.instructions, cache_control = cache and EPHEMERAL or nil } }
   end
@@ -155,7 +234,7 @@ function Model:body(req, stream)
     body.tools = models.wire(req.tools, cache and wire_tools_cached or wire_tools_plain)
   end
   if stream then body.stream = true end
-  return body
+  return models.apply_extra_body(body, settings)
 end
 
 local FINISH = { end_turn = "stop", stop_sequence = "stop", tool_use = "tool_calls", max_tokens = "length",
@@ -187,18 +266,25 @@ function Model:parse(body)
   for _, b in ipairs(v.content) do
     if b.type == "text" then
       parts[#parts + 1] = { type = "text", text = b.text }
+    elseif b.type == "thinking" then
+      parts[#parts + 1] = { type = "thinking", text = b.thinking, signature = b.signature }
+    elseif b.type == "redacted_thinking" then
+      parts[#parts + 1] = { type = "redacted_thinking", data = b.data }
     elseif b.type == "tool_use" then
       local args = b.input
       if type(args) ~= "table" then args = {} end
-      parts[#parts + 1] = { type = "tool_call", id = b.id, name = b.name, args = args }
+      parts[#parts + 1] = { type = "tool_call", id = models.id_string(b.id), name = b.name, args = args }
     end
   end
+  -- max_tokens cuts the last block: a tool_use there is incomplete
+  local last = parts[#parts]
+  if v.stop_reason == "max_tokens" and last and last.type == "tool_call" then last.truncated = true end
   return { parts = parts, finish = FINISH[v.stop_reason] or "stop", provider_finish = v.stop_reason,
            usage = map_usage(v.usage), model = v.model, id = v.id }
 end
 
 -- Streaming state: blocks by index, usage, stop reason.
-local function new_stream(self, on_text)
+local function new_stream(self, on_text, on_thinking)
   local st = { blocks = {}, order = {}, usage = {}, done = false }
   function st.reset()
     st.blocks, st.order, st.usage, st.done, st.stop_reason, st.id, st.model = {}, {}, {}, false, nil, nil, nil
@@ -217,7 +303,8 @@ local function new_stream(self, on_text)
       for k, x in pairs(m.usage or {}) do st.usage[k] = x end
     elseif t == "content_block_start" then
       local cb = data.content_block or {}
-      local b = { type = cb.type, text = cb.text or "", id = cb.id, name = cb.name, json = {} }
+      local b = { type = cb.type, text = cb.text or cb.thinking or "", id = cb.id, name = cb.name, json = {},
+                  signature = cb.signature, data = cb.data }
       if cb.type == "tool_use" and type(cb.input) == "table" and next(cb.input) then
         b.input = cb.input
       end
@@ -228,12 +315,24 @@ local function new_stream(self, on_text)
       local b = st.blocks[data.index]
       local d = data.delta or {}
       if not b then error(bad_response(self, "delta for unknown content block " .. tostring(data.index)), 0) end
+      local piece = d.text or d.thinking or d.signature or d.partial_json
+      if d.type ~= nil and type(piece) ~= "string" then
+        error(bad_response(self, "content_block_delta " .. tostring(d.type) .. " without its text"), 0)
+      end
       if d.type == "text_delta" then
         b.text = b.text .. d.text
         if on_text and d.text ~= "" then on_text(d.text) end
+      elseif d.type == "thinking_delta" then
+        b.text = b.text .. d.thinking
+        if on_thinking and d.thinking ~= "" then on_thinking(d.thinking) end
+      elseif d.type == "signature_delta" then
+        b.signature = (b.signature or "") .. d.signature
       elseif d.type == "input_json_delta" then
         b.json[#b.json + 1] = d.partial_json
       end
+    elseif t == "content_block_stop" then
+      local b = st.blocks[data.index]
+      if b then b.stopped = true end
     elseif t == "message_delta" then
       if data.delta and data.delta.stop_reason then st.stop_reason = data.delta.stop_reason end
       for k, x in pairs(data.usage or {}) do
@@ -243,8 +342,7 @@ local function new_stream(self, on_text)
       st.done = true
     elseif t == "error" then
       local e = data.error or {}
-      local status = (e.type == "overloaded_error" and 529) or (e.type == "api_error" and 500)
-        or (e.type == "rate_limit_error" and 429) or nil
+      local status = models.stream_error_status(e)
       error(require("lash").error("provider", "anthropic: error event in the response stream: "
         .. tostring(e.type) .. ": " .. tostring(e.message),
         { provider = "anthropic", status = status, error_type = e.type }), 0)
@@ -259,13 +357,22 @@ local function new_stream(self, on_text)
       local b = st.blocks[idx]
       if b.type == "text" then
         parts[#parts + 1] = { type = "text", text = b.text }
+      elseif b.type == "thinking" then
+        parts[#parts + 1] = { type = "thinking", text = b.text, signature = b.signature }
+      elseif b.type == "redacted_thinking" then
+        parts[#parts + 1] = { type = "redacted_thinking", data = b.data }
       elseif b.type == "tool_use" then
-        local p = { type = "tool_call", id = b.id, name = b.name }
+        local p = { type = "tool_call", id = models.id_string(b.id), name = b.name }
         local raw = table.concat(b.json)
         if raw == "" then
           p.args = b.input or {}
         else
           models.set_call_args(p, raw)
+        end
+        -- the stream's structure says whether the call is whole: a block
+        -- never stopped, or the last block when max_tokens ended the turn
+        if not b.stopped or (st.stop_reason == "max_tokens" and idx == st.order[#st.order]) then
+          p.truncated = true
         end
         parts[#parts + 1] = p
       end

@@ -60,7 +60,7 @@ local function tool_call_part(c, i, step)
   if type(c) ~= "table" or type(c.name) ~= "string" then
     bad("tool_calls[" .. i .. "] must be a table with a name")
   end
-  local part = { type = "tool_call", id = c.id or string.format("call_%d_%d", step, i), name = c.name }
+  local part = { type = "tool_call", id = models.id_string(c.id) or string.format("call_%d_%d", step, i), name = c.name }
   local args = c.args
   if type(args) == "string" then
     models.set_call_args(part, args)
@@ -98,6 +98,8 @@ local function normalise(r, step)
   end
   local has_calls = false
   for _, p in ipairs(parts) do if p.type == "tool_call" then has_calls = true end end
+  -- finish = "length" cuts the last part, as a provider's output limit does
+  if r.finish == "length" and parts[#parts] and parts[#parts].type == "tool_call" then parts[#parts].truncated = true end
   return { parts = parts, finish = r.finish or (has_calls and "tool_calls" or "stop"), usage = r.usage }
 end
 

@@ -20,6 +20,15 @@
 --                          cache_write_tokens= },
 --                model = the provider's model id, id = the response id }
 --
+-- Thinking: `req.on_thinking(delta)` gets streamed reasoning text; response
+-- parts may hold `{type="thinking", text=, signature=}`,
+-- `{type="redacted_thinking", data=}` (Anthropic) and `{type="reasoning",
+-- item=, text=}` (Responses API), kept verbatim and sent back in order. A
+-- tool_call part cut by the output limit carries `truncated = true`.
+-- `req.output = {schema=, name=}` asks for structured output (adapters
+-- with `native_output(schema) -> true` enforce it on the wire).
+-- `req.on_attempt(n)` is called before each HTTP attempt.
+--
 -- Retries: 408, 409, 429, 5xx (529 included) and dropped connections
 -- (transport errors of kind connect, timeout or http, and streams that end
 -- before their last event) are retried up to `max_retries` times (default
@@ -41,7 +50,7 @@ local function model_error(kind, message, fields)
 end
 
 M.PROVIDERS = { anthropic = "lash.models.anthropic", openai = "lash.models.openai",
-                test = "lash.models.test" }
+                ["openai-responses"] = "lash.models.openai_responses", test = "lash.models.test" }
 
 --- Is `v` a model object?
 function M.is_model(v)
@@ -217,6 +226,7 @@ function M.post(p)
   while true do
     attempt = attempt + 1
     if p.reset then p.reset() end
+    if p.on_attempt then p.on_attempt(attempt) end
     local ok, status, headers, body
     local raw, rawn = {}, 0
     local req = { method = "POST", url = p.url, headers = p.headers, body = p.body, timeout = p.timeout }
@@ -290,16 +300,89 @@ function M.send(model, req, provider, headers, new_stream)
   if stream == nil then stream = req.on_text ~= nil end
   for k, v in pairs(opts.headers or {}) do headers[k] = v end
   local body = json.encode_canonical(model:body(req, stream))
-  local st = stream and new_stream(model, req.on_text) or nil
+  local st = stream and new_stream(model, req.on_text, req.on_thinking) or nil
+  local on_event = st and function(ev)
+    if type(ev.data) == "string" then ev.data = M.valid_utf8(ev.data) end
+    return st.on_event(ev)
+  end
   local resp_body = M.post {
     provider = provider, url = model.url, headers = headers, body = body,
     timeout = opts.timeout or 600, stream = stream,
-    on_event = st and st.on_event, stream_done = st and st.is_done, reset = st and st.reset,
+    on_event = on_event, stream_done = st and st.is_done, reset = st and st.reset,
     max_retries = opts.max_retries, retry_delay = opts.retry_delay,
-    max_retry_delay = opts.max_retry_delay, on_retry = req.on_retry,
+    max_retry_delay = opts.max_retry_delay, on_retry = req.on_retry, on_attempt = req.on_attempt,
   }
   if st then return st.result() end
-  return model:parse(resp_body)
+  -- a reply with invalid UTF-8 would go back in the next request as
+  -- invalid JSON (a 400): repair it once, here
+  return model:parse(M.valid_utf8(resp_body))
+end
+
+--- Replace every invalid UTF-8 sequence in `s` with U+FFFD.
+function M.valid_utf8(s)
+  if utf8.len(s) then return s end
+  local out, pos = {}, 1
+  while pos <= #s do
+    local n, bad = utf8.len(s, pos)
+    if n then
+      out[#out + 1] = s:sub(pos)
+      break
+    end
+    out[#out + 1] = s:sub(pos, bad - 1)
+    out[#out + 1] = "\u{FFFD}"
+    pos = bad + 1
+  end
+  return table.concat(out)
+end
+
+--- A tool-call id as the string the APIs require: OpenAI-compatible
+-- servers send numbers (`"id": 17`); nil for a missing or empty id.
+function M.id_string(id)
+  if type(id) == "number" then
+    local i = math.tointeger(id)
+    return i and string.format("%d", i) or tostring(id)
+  end
+  if type(id) == "string" and id ~= "" then return id end
+  return nil
+end
+
+--- Refuse `model_settings` keys a provider does not know (a typo must not
+-- be dropped silently); `extra_body` is always allowed.
+-- @tparam string provider e.g. "anthropic"
+-- @tparam table settings
+-- @tparam table known set of setting names
+function M.check_settings(provider, settings, known)
+  for k in pairs(settings) do
+    if not known[k] and k ~= "extra_body" then
+      local names = { "extra_body" }
+      for n in pairs(known) do names[#names + 1] = n end
+      table.sort(names)
+      error(model_error("config", provider .. ": unknown model setting '" .. tostring(k) .. "' (known: "
+        .. table.concat(names, ", ") .. "; put provider options lash does not model in extra_body = {...})"), 0)
+    end
+  end
+  local extra = settings.extra_body
+  if extra ~= nil and (type(extra) ~= "table" or json.is_array(extra) or extra[1] ~= nil) then
+    error(model_error("config", provider .. ": model_settings.extra_body must be a table of request fields, got "
+      .. type(extra)), 0)
+  end
+end
+
+--- Merge `settings.extra_body` into a request body (its keys win).
+function M.apply_extra_body(body, settings)
+  for k, v in pairs(settings.extra_body or {}) do body[k] = v end
+  return body
+end
+
+--- The status a mid-stream error object stands for, so the retry rules of
+-- HTTP apply to it: the providers document these types as transient.
+local STREAM_ERROR_STATUS = { overloaded_error = 529, api_error = 500, rate_limit_error = 429,
+                              server_error = 500, rate_limit_exceeded = 429, service_unavailable = 503,
+                              overloaded = 503, internal_error = 500, timeout = 504 }
+function M.stream_error_status(e)
+  if type(e) ~= "table" then return nil end
+  if type(e.code) == "number" and e.code >= 400 then return math.tointeger(e.code) end
+  return STREAM_ERROR_STATUS[e.type] or STREAM_ERROR_STATUS[e.code]
 end
 
 -- Wire forms, made once. A history only grows during a run (messages are

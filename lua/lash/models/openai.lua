@@ -8,17 +8,26 @@
 -- turn that asked for it. Several tool calls per turn are supported both
 -- ways. Streams with `stream_options.include_usage` when the run streams.
 -- Usage: prompt_tokens (cached included) -> input_tokens,
--- prompt_tokens_details.cached_tokens -> cache_read_tokens.
+-- prompt_tokens_details.cached_tokens -> cache_read_tokens,
+-- completion_tokens_details.reasoning_tokens -> reasoning_tokens (when
+-- the model reasoned). Reasoning models take `reasoning_effort`; the
+-- `reasoning_content` deltas some compatible servers stream (DeepSeek,
+-- llama.cpp) are reported as thinking. Tool-call ids are sent back as
+-- strings whatever the server sent (llama.cpp sends numbers). Structured
+-- output: `response_format` json_schema (strict when the schema allows).
+-- Images: `image_url` data URLs; PDFs: `file` parts.
 --
 -- Options: api_key (default $OPENAI_API_KEY; required for the official
 -- API, optional when base_url points elsewhere, since local servers take
 -- none), base_url (default $OPENAI_BASE_URL or https://api.openai.com/v1),
 -- timeout (600 s), max_retries (2), retry_delay, max_retry_delay, headers,
 -- stream. model_settings.max_tokens is sent as `max_completion_tokens` to
--- api.openai.com and as `max_tokens` elsewhere.
+-- api.openai.com and as `max_tokens` elsewhere. model_settings: see
+-- SETTINGS; anything else goes in extra_body.
 -- @module lash.models.openai
 local json = require "lash.json"
 local models = require "lash.models"
+local mparts = require "lash.models.parts"
 
 local M = {}
 
@@ -48,6 +57,42 @@ function M.new(name, opts)
   }, Model)
 end
 
+--- The model_settings this provider takes.
+M.SETTINGS = { max_tokens = true, temperature = true, top_p = true, stop = true, seed = true,
+               parallel_tool_calls = true, tool_choice = true, max_completion_tokens = true,
+               reasoning_effort = true, user = true, frequency_penalty = true, presence_penalty = true,
+               logit_bias = true, service_tier = true, verbosity = true, logprobs = true, top_logprobs = true }
+local PASS = { "temperature", "top_p", "stop", "seed", "parallel_tool_calls", "tool_choice", "max_completion_tokens",
+               "reasoning_effort", "user", "frequency_penalty", "presence_penalty", "logit_bias", "service_tier",
+               "verbosity", "logprobs", "top_logprobs" }
+
+local function user_content(parts)
+  local texts, rich = {}, false
+  for _, p in ipairs(parts) do
+    if p.type == "image" or (p.type == "document" and not p.text) then rich = true end
+  end
+  if not rich then
+    for _, p in ipairs(parts) do
+      if p.type == "text" then texts[#texts + 1] = p.text
+      elseif p.type == "document" then texts[#texts + 1] = p.text end
+    end
+    return #texts > 0 and table.concat(texts, "\n\n") or nil
+  end
+  local out = json.array()
+  for _, p in ipairs(parts) do
+    if p.type == "text" then
+      out[#out + 1] = { type = "text", text = p.text }
+    elseif p.type == "image" then
+      out[#out + 1] = { type = "image_url", image_url = { url = mparts.data_url(p) } }
+    elseif p.type == "document" and p.text then
+      out[#out + 1] = { type = "text", text = p.text }
+    elseif p.type == "document" then
+      out[#out + 1] = { type = "file", file = { filename = p.name, file_data = mparts.data_url(p) } }
+    end
+  end
+  return out
+end
+
 -- The Chat Completions messages of one history message.
 local function wire_message(m)
   local out = {}
@@ -57,7 +102,7 @@ local function wire_message(m)
       if p.type == "text" then
         texts[#texts + 1] = p.text
       elseif p.type == "tool_call" then
-        calls[#calls + 1] = { id = p.id, type = "function",
+        calls[#calls + 1] = { id = models.id_string(p.id), type = "function",
                               ["function"] = { name = p.name, arguments = p.args_json or json.encode_canonical(p.args or {}) } }
       end
     end
@@ -65,15 +110,16 @@ local function wire_message(m)
     if #calls > 0 then msg.tool_calls = calls end
     out[1] = msg
   else
-    local texts = {}
+    local rest = {}
     for _, p in ipairs(m.parts) do
       if p.type == "tool_result" then
-        out[#out + 1] = { role = "tool", tool_call_id = p.id, content = p.content }
-      elseif p.type == "text" then
-        texts[#texts + 1] = p.text
+        out[#out + 1] = { role = "tool", tool_call_id = models.id_string(p.id), content = p.content }
+      else
+        rest[#rest + 1] = p
       end
     end
-    if #texts > 0 then out[#out + 1] = { role = "user", content = table.concat(texts, "\n\n") } end
+    local content = user_content(rest)
+    if content then out[#out + 1] = { role = "user", content = content } end
   end
   return out
 end
@@ -101,13 +147,17 @@ end
 --- Build the request body (exported for tests).
 function Model:body(req, stream)
   local settings = req.settings or {}
+  models.check_settings("openai", settings, M.SETTINGS)
   local body = { model = self.model_id, messages = M.messages(req.messages, req.instructions) }
   if settings.max_tokens then
     body[self.official and "max_completion_tokens" or "max_tokens"] = settings.max_tokens
   end
-  for _, k in ipairs { "temperature", "top_p", "stop", "seed", "parallel_tool_calls", "tool_choice",
-                       "max_completion_tokens", "reasoning_effort", "user" } do
+  for _, k in ipairs(PASS) do
     if settings[k] ~= nil then body[k] = settings[k] end
+  end
+  if req.output then
+    body.response_format = { type = "json_schema", json_schema = { name = req.output.name or "output",
+      schema = req.output.schema, strict = M.strict_compatible(req.output.schema) or nil } }
   end
   if req.tools and #req.tools > 0 then
     body.tools = models.wire(req.tools, wire_tools)
@@ -116,7 +166,33 @@ function Model:body(req, stream)
     body.stream = true
     body.stream_options = { include_usage = true }
   end
-  return body
+  return models.apply_extra_body(body, settings)
+end
+
+--- Can `schema` be sent with strict = true? OpenAI's strict mode takes
+-- only objects that list every property as required and forbid others.
+function M.strict_compatible(s)
+  if type(s) ~= "table" then return true end
+  if s.type == "object" or s.properties then
+    if s.additionalProperties ~= false then return false end
+    local req = {}
+    for _, r in ipairs(s.required or {}) do req[r] = true end
+    for k, sub in pairs(s.properties or {}) do
+      if not req[k] or not M.strict_compatible(sub) then return false end
+    end
+  end
+  if s.items and not M.strict_compatible(s.items) then return false end
+  for _, key in ipairs { "anyOf", "allOf" } do
+    for _, sub in ipairs(s[key] or {}) do
+      if not M.strict_compatible(sub) then return false end
+    end
+  end
+  return true
+end
+
+--- response_format json_schema takes an object at the root.
+function Model:native_output(schema)
+  return type(schema) == "table" and (schema.type == "object" or schema.properties ~= nil)
 end
 
 local FINISH = { stop = "stop", tool_calls = "tool_calls", function_call = "tool_calls", length = "length",
@@ -127,8 +203,11 @@ local function num(x) return type(x) == "number" and x or 0 end
 local function map_usage(u)
   if type(u) ~= "table" then return models.usage() end
   local details = type(u.prompt_tokens_details) == "table" and u.prompt_tokens_details or {}
+  local out_details = type(u.completion_tokens_details) == "table" and u.completion_tokens_details or {}
+  local reasoning = num(out_details.reasoning_tokens)
   return { input_tokens = num(u.prompt_tokens), output_tokens = num(u.completion_tokens),
-           cache_read_tokens = num(details.cached_tokens), cache_write_tokens = 0 }
+           cache_read_tokens = num(details.cached_tokens), cache_write_tokens = 0,
+           reasoning_tokens = reasoning > 0 and reasoning or nil }
 end
 M.map_usage = map_usage
 
@@ -138,7 +217,7 @@ local function bad_response(self, what)
 end
 
 local function call_part(id, name, arguments, index)
-  local p = { type = "tool_call", id = (id and id ~= "" and id ~= json.null) and id or ("call_" .. index), name = name }
+  local p = { type = "tool_call", id = models.id_string(id) or ("call_" .. index), name = name }
   if arguments == nil or arguments == "" or arguments == json.null then
     p.args = {}
   else
@@ -160,8 +239,11 @@ function Model:parse(body)
     error(bad_response(self, "no choices[0].message"), 0)
   end
   local msg, parts = choice.message, {}
+  if type(msg.reasoning_content) == "string" and msg.reasoning_content ~= "" then
+    parts[#parts + 1] = { type = "thinking", text = msg.reasoning_content, provider = "openai" }
+  end
   if type(msg.content) == "string" and msg.content ~= "" then
-    parts[1] = { type = "text", text = msg.content }
+    parts[#parts + 1] = { type = "text", text = msg.content }
   end
   if type(msg.tool_calls) == "table" then
     for i, c in ipairs(msg.tool_calls) do
@@ -169,14 +251,19 @@ function Model:parse(body)
       parts[#parts + 1] = call_part(c.id, f.name, f.arguments, i - 1)
     end
   end
+  -- finish_reason "length" cuts whatever came last: a tool call there is incomplete
+  if choice.finish_reason == "length" and parts[#parts] and parts[#parts].type == "tool_call" then
+    parts[#parts].truncated = true
+  end
   return { parts = parts, finish = FINISH[choice.finish_reason] or "stop", provider_finish = choice.finish_reason,
            usage = map_usage(v.usage), model = v.model, id = v.id }
 end
 
-local function new_stream(self, on_text)
+local function new_stream(self, on_text, on_thinking)
   local st = {}
   function st.reset()
     st.text, st.calls, st.order, st.usage, st.finish, st.done, st.id, st.model = {}, {}, {}, nil, nil, false, nil, nil
+    st.reasoning = {}
   end
   st.reset()
   function st.on_event(ev)
@@ -189,14 +276,20 @@ local function new_stream(self, on_text)
     local v, err = json.try_decode(d)
     if type(v) ~= "table" then error(bad_response(self, "stream chunk is not JSON: " .. tostring(err)), 0) end
     if type(v.error) == "table" then
+      local status = models.stream_error_status(v.error)
       error(require("lash").error("provider", "openai: error in the response stream: " .. models.describe_body(d),
-                                  { provider = "openai" }), 0)
+                                  { provider = "openai", status = status, error_type = v.error.type or v.error.code,
+                                    retryable = status and models.retryable_status(status) or false }), 0)
     end
     st.id, st.model = st.id or v.id, st.model or v.model
     if type(v.usage) == "table" then st.usage = v.usage end
     local choice = type(v.choices) == "table" and v.choices[1]
     if type(choice) ~= "table" then return end
     local delta = type(choice.delta) == "table" and choice.delta or {}
+    if type(delta.reasoning_content) == "string" and delta.reasoning_content ~= "" then
+      st.reasoning[#st.reasoning + 1] = delta.reasoning_content
+      if on_thinking then on_thinking(delta.reasoning_content) end
+    end
     if type(delta.content) == "string" and delta.content ~= "" then
       st.text[#st.text + 1] = delta.content
       if on_text then on_text(delta.content) end
@@ -210,7 +303,7 @@ local function new_stream(self, on_text)
           st.calls[idx] = c
           st.order[#st.order + 1] = idx
         end
-        if type(tc.id) == "string" then c.id = tc.id end
+        c.id = models.id_string(tc.id) or c.id
         local f = type(tc["function"]) == "table" and tc["function"] or {}
         if type(f.name) == "string" then c.name = (c.name or "") .. f.name end
         if type(f.arguments) == "string" then c.args[#c.args + 1] = f.arguments end
@@ -225,11 +318,17 @@ local function new_stream(self, on_text)
   end
   function st.result()
     local parts = {}
-    if #st.text > 0 then parts[1] = { type = "text", text = table.concat(st.text) } end
+    if #st.reasoning > 0 then
+      parts[#parts + 1] = { type = "thinking", text = table.concat(st.reasoning), provider = "openai" }
+    end
+    if #st.text > 0 then parts[#parts + 1] = { type = "text", text = table.concat(st.text) } end
     table.sort(st.order)
     for _, idx in ipairs(st.order) do
       local c = st.calls[idx]
       parts[#parts + 1] = call_part(c.id, c.name, table.concat(c.args), idx)
+    end
+    if st.finish == "length" and parts[#parts] and parts[#parts].type == "tool_call" then
+      parts[#parts].truncated = true
     end
     return { parts = parts, finish = FINISH[st.finish] or "stop", provider_finish = st.finish,
              usage = map_usage(st.usage), model = st.model, id = st.id }

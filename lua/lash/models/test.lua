@@ -4,6 +4,8 @@
 -- again any tool that got a retry prompt; then it answers with a JSON
 -- object mapping each tool name to its last result, or
 -- `success (no tool calls)` when it called none (or `custom_output_text`).
+-- With an output schema (structured output) it answers a value generated
+-- from that schema instead, the way it generates arguments.
 --
 -- Generated arguments fill the required properties only, with the first
 -- enum value, the minimum, `minLength` times "a", `minItems` items, and so
@@ -125,6 +127,7 @@ local function respond(self, req)
   if #calls > 0 then return { parts = calls, finish = "tool_calls" } end
   -- final answer
   local text = self.custom_output_text
+  if not text and req.output then text = json.encode_canonical(gen(req.output.schema, 0)) end
   if not text then
     local results, any = {}, false
     for i = #msgs, 1, -1 do
@@ -147,6 +150,11 @@ local function respond(self, req)
 end
 
 --- @see lash.models
+--- The test model answers any output schema natively (with a generated value).
+function Model:native_output()
+  return true
+end
+
 function Model:request(req)
   local resp = respond(self, req)
   local out_text = {}
