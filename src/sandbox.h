@@ -76,6 +76,9 @@
 **                                           status =}, ...}
 **   gc(cfg)                            -> {removed ids}
 **   probe(cfg)                         -> true | false, reason
+**   snapshot(cfg, id)                  -> snapshot id: the sandbox's files as
+**       they are now, from which `create{from_snapshot = id}` starts a new
+**       sandbox (modal: an image id; local: a copy of the workspace).
 ** Relative paths are the backend's to resolve, against the sandbox's
 ** workdir.
 **
@@ -133,6 +136,7 @@ typedef struct lash_sandbox_backend {
   lua_CFunction create, exec, stat, read_file, write_file, list_dir,
                 read_tags, write_tags, poll, destroy;
   lua_CFunction cas_tags, list, gc, probe;   /* optional (NULL) */
+  lua_CFunction snapshot;                    /* optional (NULL) */
 } lash_sandbox_backend;
 
 #define LASH_SANDBOX_BACKENDS(X) \

@@ -325,6 +325,10 @@ function M.decode(s)
     if type(v) == "table" then return integers(v, 0) end
     return type(v) == "number" and as_integer(v) or v
   end
+  -- cjson refuses a lone surrogate escape (a provider can send one); the Lua
+  -- decoder keeps it as its WTF-8 bytes, so the text is invalid UTF-8 and a
+  -- tool can say what is wrong with it instead of a parse error
+  if tostring(v):find("unicode escape", 1, true) then return lua_decode(s) end
   error("invalid JSON: " .. tostring(v):gsub("^Expected", "expected"), 0)
 end
 
