@@ -93,6 +93,8 @@
 **   "auth"        SandboxTerminalError: credentials refused.
 **   "refused"     SandboxTerminalError raised by attach: wrong or missing
 **                 owner, held by another holder, a claim lost to a race.
+**   "config"      SandboxTerminalError: the backend is misconfigured (e.g. a
+**                 TLS certificate that cannot be verified); retrying cannot help.
 ** Terminal errors have retryable = false, terminal = true. `code` is a
 ** short machine-readable reason ("not_found", "too_large", "expired", ...).
 ** Misuse (a bad argument) raises a plain error string instead.
@@ -115,6 +117,7 @@
 #define LASH_SB_UNAVAILABLE "unavailable"
 #define LASH_SB_AUTH        "auth"
 #define LASH_SB_REFUSED     "refused"
+#define LASH_SB_CONFIG      "config"   /* terminal: fix the configuration */
 
 /* Reserved tags (the prefix "lash_" is refused in user tags). */
 #define LASH_SB_TAG_PREFIX     "lash_"

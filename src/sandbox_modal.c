@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CLIENTS_KEY "lash.modal.clients"
 #define CLIENT_MT "lash.modal.client"
@@ -217,6 +218,9 @@ struct mop {
   char image_exc[256];
   grpc_call *stream;
   int stream_retries;
+  /* list and gc */
+  double before;               /* SandboxList page cursor */
+  int pages, gc, idx;
   /* file operations */
   const char *path;            /* absolute (arena) */
   int64_t max_bytes;
@@ -340,6 +344,16 @@ static int raise_auth(lua_State *L, int code, const char *msg) {
   return sb_raise(L, LASH_SB_AUTH, "unauthenticated", "%s", MODAL_AUTH_MESSAGE);
 }
 
+static int raise_tls(lua_State *L, mop *op, const char *msg) {
+  const modal_config *cfg = modal_client_config(op->cl);
+  return sb_raise(L, LASH_SB_CONFIG, "tls_verify",
+                  "cannot verify the TLS certificate of Modal at %s (%s). This is a "
+                  "configuration problem, not an outage: point ca_file at "
+                  "the CA that signed the server's certificate, or fix server_url",
+                  op->rpc.sbx && op->rpc.flags & MODAL_RPC_ROUTER ? "its command router"
+                                                                   : cfg->server_url, msg);
+}
+
 static int raise_gone(lua_State *L, mop *op, const char *detail) {
   return sb_raise(L, LASH_SB_UNAVAILABLE, "not_found",
                             "Modal sandbox %s is gone (terminated, expired or never "
@@ -357,6 +371,7 @@ static int op_fail(lua_State *L, mop *op, int targeted) {
   char lc[32];
   if (code == GRPC_UNAUTHENTICATED || code == GRPC_PERMISSION_DENIED)
     return raise_auth(L, code, r->message);
+  if (code == GRPC_LOCAL_TLS) return raise_tls(L, op, r->message);
   if (code == GRPC_NOT_FOUND && targeted) return raise_gone(L, op, r->message);
   lower_code(code, lc, sizeof lc);
   if (code >= 0 && modal_code_transient(code)) {
@@ -2013,9 +2028,193 @@ static int s_probe(lua_State *L) {
   return op_wait(L, op, simple_k);
 }
 
+/* ---- snapshot ---- */
+
+#define SNAPSHOT_TTL (30 * 24 * 3600)   /* the SDKs' default image lifetime */
+
+enum { S_V2 = 1, S_CHECK };
+
+static int snap_k(lua_State *L, int status, lua_KContext ctx) {
+  mop *op = (mop *)ctx;
+  modal_rpc *r = &op->rpc;
+  (void)status;
+  lash_wait_check(L, &op->w);
+  for (;;) {
+    if (op->step >= PREP_TASK) {
+      int rc = prep_step(L, op, snap_k, 0);
+      if (rc != PREP_CONTINUE) return rc;
+      continue;
+    }
+    switch (op->step) {
+      case S_V2: {
+        /* V2 (and every current SDK): the router snapshots the task */
+        char sid[37];
+        modal_uuid4(sid);
+        modal_TaskSnapshotFilesystemRequest req = {
+          pb_cstr(op->sbx->task_id), pb_cstr(op_strdup(L, op, sid, strlen(sid))), true,
+          SNAPSHOT_TTL };
+        op->step = S_CHECK;
+        return op_call(L, op, "TaskSnapshotFilesystem", MODAL_RPC_ROUTER,
+                       &modal_TaskSnapshotFilesystemRequest_desc, &req,
+                       &modal_TaskSnapshotFilesystemResponse_desc, 65, snap_k);
+      }
+      case S_CHECK: {
+        if (r->code != GRPC_OK) return op_fail(L, op, 1);
+        pb_str id;
+        if (op->sbx->v2) {
+          id = ((const modal_TaskSnapshotFilesystemResponse *)r->resp)->image_id;
+        } else {
+          const modal_SandboxSnapshotFsResponse *f = r->resp;
+          if (f->result && f->result->status != MODAL_STATUS_SUCCESS)
+            return sb_raise(L, LASH_SB_ERROR, "snapshot_failed",
+                            "Modal could not snapshot sandbox %s: %.*s", op->sbx->id,
+                            (int)f->result->exception.n, f->result->exception.p);
+          id = f->image_id;
+        }
+        if (!id.n)
+          return sb_raise(L, LASH_SB_ERROR, "bad_reply",
+                          "Modal snapshotted sandbox %s but sent no image id", op->sbx->id);
+        lua_pushlstring(L, id.p, id.n);
+        return 1;
+      }
+      default:
+        return luaL_error(L, "modal backend: bad snapshot step %d", op->step);
+    }
+  }
+}
+
+static int s_snapshot(lua_State *L) {
+  lua_settop(L, 2);
+  mop *op = op_new(L, 1, "snapshot");
+  modal_sbx *s = op_sbx(L, op, 2);
+  if (s->v2) {
+    op->after_prep = S_V2;
+    op->step = PREP_TASK;
+    return snap_k(L, LUA_OK, (lua_KContext)op);
+  }
+  /* V1: the control plane's SandboxSnapshotFs (V1 only, as the SDKs say) */
+  modal_SandboxSnapshotFsRequest req = { pb_cstr(s->id), 55 };
+  op->step = S_CHECK;
+  return op_call(L, op, "SandboxSnapshotFs", 0, &modal_SandboxSnapshotFsRequest_desc, &req,
+                 &modal_SandboxSnapshotFsResponse_desc, 65, snap_k);
+}
+
+/* ---- list and gc: the sandboxes lash made (tag lash_made_by) ---- */
+
+#define LIST_MAX_PAGES 1000
+
+enum { L_PAGE = 1, L_PAGE_CHECK, L_TERM, L_TERM_CHECK };
+
+static int list_k(lua_State *L, int status, lua_KContext ctx) {
+  /* stack: 1 cfg, 2 op, 3 result list, 4 gc: ids to terminate */
+  mop *op = (mop *)ctx;
+  modal_rpc *r = &op->rpc;
+  const modal_config *cfg = modal_client_config(op->cl);
+  int v2 = cfg->sandbox_v2;
+  (void)status;
+  lash_wait_check(L, &op->w);
+  for (;;) {
+    switch (op->step) {
+      case L_PAGE: {
+        modal_SandboxTag tag = { pb_cstr(MADE_BY_TAG), pb_cstr(MADE_BY_VALUE) };
+        modal_SandboxListRequest req = { .before_timestamp = op->before,
+                                         .environment_name = pb_cstr(cfg->environment),
+                                         .tags = &tag, .tags_n = 1 };
+        op->step = L_PAGE_CHECK;
+        /* SandboxListV2 lists V1 and V2 sandboxes; SandboxList only V1 */
+        return op_call(L, op, v2 ? "SandboxListV2" : "SandboxList", v2 ? MODAL_RPC_V2 : 0,
+                       &modal_SandboxListRequest_desc, &req, &modal_SandboxListResponse_desc,
+                       30, list_k);
+      }
+      case L_PAGE_CHECK: {
+        if (r->code != GRPC_OK) return op_fail(L, op, 0);
+        const modal_SandboxListResponse *resp = r->resp;
+        double now = (double)time(NULL);
+        for (size_t i = 0; i < resp->sandboxes_n; i++) {
+          const modal_SandboxInfo *in = &resp->sandboxes[i];
+          lua_Integer expires = 0;
+          lua_createtable(L, 0, 4);
+          lua_pushlstring(L, in->id.p, in->id.n);
+          lua_setfield(L, -2, "id");
+          lua_createtable(L, 0, (int)in->tags_n);
+          for (size_t j = 0; j < in->tags_n; j++) {
+            const modal_SandboxTag *t = &in->tags[j];
+            if (t->tag_name.n == strlen(LASH_SB_TAG_EXPIRES_AT) &&
+                !memcmp(t->tag_name.p, LASH_SB_TAG_EXPIRES_AT, t->tag_name.n))
+              expires = (lua_Integer)strtoll(t->tag_value.p, NULL, 10);
+            lua_pushlstring(L, t->tag_name.p, t->tag_name.n);
+            lua_pushlstring(L, t->tag_value.p, t->tag_value.n);
+            lua_rawset(L, -3);
+          }
+          lua_setfield(L, -2, "tags");
+          int done = in->task_info && in->task_info->result &&
+                     in->task_info->result->status != MODAL_STATUS_UNSPECIFIED;
+          int expired = expires && expires <= now;
+          lua_pushstring(L, done ? result_status(in->task_info->result->status)
+                                 : expired ? "expired" : "running");
+          lua_setfield(L, -2, "status");
+          if (expires) {
+            lua_pushinteger(L, expires);
+            lua_setfield(L, -2, "expires_at");
+          }
+          if (op->gc && (expired || done)) {
+            lua_getfield(L, -1, "id");
+            lua_rawseti(L, 4, (lua_Integer)lua_rawlen(L, 4) + 1);
+          }
+          lua_rawseti(L, 3, (lua_Integer)lua_rawlen(L, 3) + 1);
+        }
+        if (resp->sandboxes_n && ++op->pages < LIST_MAX_PAGES) {
+          double last = resp->sandboxes[resp->sandboxes_n - 1].created_at;
+          if (last > 0 && (op->before == 0 || last < op->before)) {
+            op->before = last;
+            op->step = L_PAGE;
+            continue;
+          }
+        }
+        if (!op->gc) { lua_settop(L, 3); return 1; }
+        op->idx = 0;
+        op->step = L_TERM;
+        continue;
+      }
+      case L_TERM: {
+        /* gc: terminate the expired ones Modal still lists */
+        if (op->idx >= (int)lua_rawlen(L, 4)) { lua_settop(L, 4); return 1; }
+        lua_rawgeti(L, 4, op->idx + 1);
+        op->sbx = modal_client_sbx(op->cl, lua_tostring(L, -1));
+        lua_pop(L, 1);   /* the string stays in the table */
+        if (!op->sbx) luaL_error(L, "modal backend: out of memory");
+        modal_SandboxTerminateRequest req = { pb_cstr(op->sbx->id) };
+        op->step = L_TERM_CHECK;
+        return SBX_CALL(L, op, op->sbx, "SandboxTerminate", &modal_SandboxTerminateRequest_desc,
+                        &req, &modal_SandboxTerminateResponse_desc, 30, list_k);
+      }
+      case L_TERM_CHECK:
+        if (r->code != GRPC_OK && r->code != GRPC_NOT_FOUND) return op_fail(L, op, 0);
+        op->idx++;
+        op->step = L_TERM;
+        continue;
+      default:
+        return luaL_error(L, "modal backend: bad list step %d", op->step);
+    }
+  }
+}
+
+static int list_start(lua_State *L, int gc) {
+  lua_settop(L, 1);
+  mop *op = op_new(L, 1, gc ? "gc" : "list");   /* 2 */
+  lua_newtable(L);                              /* 3 */
+  lua_newtable(L);                              /* 4 */
+  op->gc = gc;
+  op->step = L_PAGE;
+  return list_k(L, LUA_OK, (lua_KContext)op);
+}
+
+static int s_list(lua_State *L) { return list_start(L, 0); }
+static int s_gc(lua_State *L) { return list_start(L, 1); }
+
 const lash_sandbox_backend lash_sandbox_backend_modal = {
   "modal", create_options, config_options, NULL,
   s_create, s_exec, s_stat, s_read_file, s_write_file, s_list_dir,
   s_read_tags, s_write_tags, s_poll, s_destroy,
-  NULL, NULL, NULL, s_probe
+  NULL, s_list, s_gc, s_probe, s_snapshot
 };

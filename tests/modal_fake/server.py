@@ -47,6 +47,8 @@ name, or "*") until `count` matches are used up (default 1):
      minted so far stops working (the call then fails UNAUTHENTICATED)
   {"id": "k", "method": "TaskExecWait", "kind": "expire_router_tokens"}  likewise for
      router JWTs
+  {"id": "l", "method": "SandboxListV2", "kind": "stale_expiry"}  the listed sandboxes'
+     lash_expires_at tags read "1" (long past), as for a sandbox Modal failed to end
 Method names may end with "*" (prefix match). Rules with "match": {"field": value}
 apply only when the request's top-level field has that value.
 """
@@ -853,6 +855,7 @@ class Fake:
         _experimental_list says). Newest first, pages of 3 by before_timestamp,
         every tag in req.tags must match (name and value)."""
         want = [(t.tag_name, t.tag_value) for t in req.tags]
+        stale = self.faults.take("SandboxListV2" if v2 else "SandboxList", "stale_expiry", req)
         with self.lock:
             sbs = list(self.sandboxes.values())
         out = []
@@ -869,7 +872,8 @@ class Fake:
                 continue
             info = API.SandboxInfo(id=sb.id, created_at=sb.created, app_id=sb.app_id,
                                    timeout_secs=sb.timeout,
-                                   tags=[API.SandboxTag(tag_name=k, tag_value=v) for k, v in sb.tags])
+                                   tags=[API.SandboxTag(tag_name=k, tag_value="1" if stale and k == "lash_expires_at" else v)
+                                         for k, v in sb.tags])
             info.task_info.id = sb.task_id
             if sb.result is not None:
                 info.task_info.result.CopyFrom(sb.result)
