@@ -265,6 +265,45 @@ describe("snapshots on the local backend", function()
   end)
 end)
 
+describe("ModalSandbox in a YAML spec", function()
+  local fx = serve {}
+
+  it("passes cpu, memory, idle_timeout and from_snapshot on to Modal", function()
+    local src <close> = sandbox.create(fx.srv:opts { workdir = "/workspace" })
+    src:write_file("/workspace/seed.txt", "seeded\n")
+    local snap = src:snapshot()
+    local spec = lash.load_spec_string(string.format([[
+model: test
+capabilities:
+  - ModalSandbox: {config_path: %s, app_name: yaml-app, cpu: 2, memory: 512, idle_timeout: 45,
+                   sandbox_timeout: 600, workdir: /workspace, from_snapshot: %s}
+]], fx.srv.config_path, snap), "parity.yaml")
+    local got
+    local agent = lash.agent {
+      capabilities = spec.capabilities,
+      model = lash.script_model {
+        { tool_calls = { { name = "read_file", args = { path = "seed.txt" } } } },
+        function(messages)
+          for _, p in ipairs(messages[#messages].parts) do
+            if p.type == "tool_result" then got = p.content end
+          end
+          return "done"
+        end,
+      },
+    }
+    agent:run("x")
+    assert.equal("seeded", got)
+    local c = fx.srv:calls("SandboxCreateV2")
+    local d = c[#c].request.definition
+    assert.equal(45, d.idle_timeout_secs)
+    assert.equal(600, d.timeout_secs)
+    assert.equal(snap, d.image_id)
+    assert.same({ milli_cpu = 2000, memory_mb = 512 }, d.resources)
+    local apps = fx.srv:calls("AppGetOrCreate")
+    assert.equal("yaml-app", apps[#apps].request.app_name)
+  end)
+end)
+
 describe("list and gc with --backend modal", function()
   local fx = serve {}
 

@@ -72,7 +72,7 @@ local REUSE_CEILING = 300
 -- Capability options that are not backend options.
 local OWN = {
   backend = true, sandbox_id = true, session = true, attach_to = true, owner = true,
-  sandbox_timeout = true, workdir = true, env = true, network = true,
+  sandbox_timeout = true, workdir = true, env = true, network = true, from_snapshot = true,
   default_command_timeout = true, max_command_timeout = true, max_output_bytes = true,
   max_output_lines = true, max_read_bytes = true, instructions = true, log = true,
 }
@@ -87,7 +87,7 @@ local BACKEND_NAMED = {
 -- Creation-only options, in the order messages list them (backend
 -- create options follow, sorted).
 local CREATION = { "image", "rootfs", "app_name", "create_app_if_missing", "sandbox_timeout", "workdir", "env",
-                   "network" }
+                   "network", "from_snapshot" }
 
 local function show(v)
   local t = type(v)
@@ -459,6 +459,7 @@ local function backend_options(cap, creating)
   if creating then
     t.timeout = o.sandbox_timeout
     t.workdir, t.env, t.network = o.workdir, o.env, o.network
+    t.from_snapshot = o.from_snapshot   -- a prepared workspace to start from
   end
   return t
 end
