@@ -6,7 +6,7 @@ PKGS=(
   build-essential pkg-config
   lua5.4 liblua5.4-dev lua-cjson lua-busted lua-yaml luarocks
   libcurl4-openssl-dev bubblewrap
-  python3 python3-grpcio python3-protobuf protobuf-compiler python3-h2
+  python3 python3-grpcio python3-protobuf protobuf-compiler libprotobuf-dev python3-h2
   clang valgrind curl iproute2 openssl util-linux procps
 )
 missing=()

@@ -902,8 +902,10 @@ static int do_create(lua_State *L, int mode, const char *context) {
 ** @function create
 ** @tparam table spec backend ("local"), workdir, env, timeout (lifetime,
 **   seconds, default 300), network ("off" (default), "on", or {block_network,
-**   allow_egress_to, allow_egress_to_cidrs}), owner, tags, and the backend's
-**   own options (local: rootfs, limits, isolation, state_root).
+**   allow_egress_to, allow_egress_to_cidrs}), owner, tags, idle_timeout
+**   (backends that enforce it: modal), from_snapshot (an id from
+**   sandbox:snapshot()), and the backend's own options (local: rootfs,
+**   limits, isolation, state_root; modal: image, app_name, cpu, memory, gpu).
 ** @treturn lash.sandbox */
 static int l_create(lua_State *L) {
   return do_create(L, MODE_OWNED, "lash.sandbox.create");

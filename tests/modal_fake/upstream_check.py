@@ -30,6 +30,10 @@ def load_pool():
         from google.protobuf import descriptor_pb2, descriptor_pool  # noqa: F401
     except ImportError:
         raise SystemExit(77)
+    if not os.path.exists("/usr/include/google/protobuf/empty.proto"):
+        # Modal's protos import the well-known types (libprotobuf-dev)
+        print("# upstream_check: /usr/include/google/protobuf missing (install libprotobuf-dev)")
+        raise SystemExit(77)
     out = tempfile.mkdtemp(prefix="lash-upstream-pb-")
     try:
         fds = os.path.join(out, "set.pb")
