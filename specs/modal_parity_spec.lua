@@ -356,9 +356,31 @@ describe("TLS", function()
   end)
 end)
 
-describe("json", function()
-  it("keeps a lone surrogate from a provider as invalid UTF-8, for write_file to name", function()
+describe("a lone surrogate in write_file's content", function()
+  it("decodes to invalid UTF-8 instead of failing the JSON", function()
     local v = json.decode('{"content":"a\\ud800b"}')
     assert.is_false(lash.output.is_utf8(v.content))
+  end)
+
+  it("gets the reference's message, not a JSON error", function()
+    local root = os.tmpname()
+    os.remove(root)
+    assert(os.execute("mkdir -p " .. root))
+    local got
+    local agent = lash.agent {
+      capabilities = { lash.sandbox_capability { state_root = root } },
+      model = lash.script_model {
+        { tool_calls = { { name = "write_file", args = '{"path": "a.txt", "content": "x\\ud800y"}' } } },
+        function(messages)
+          for _, p in ipairs(messages[#messages].parts) do
+            if p.type == "tool_result" or p.type == "retry" then got = p.content end
+          end
+          return "done"
+        end,
+      },
+    }
+    agent:run("x")
+    os.execute("rm -rf " .. sh_quote(root))
+    assert.matches("^content contains characters that cannot be encoded as UTF%-8 %(unpaired surrogates%)%.", got)
   end)
 end)
