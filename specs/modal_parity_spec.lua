@@ -262,6 +262,10 @@ describe("snapshots on the local backend", function()
     sb:destroy()
     local err = catch(function() return sandbox.open(id, { state_root = root }):snapshot() end)
     assert.equal("unavailable", err.kind)
+    local short <close> = sandbox.create { state_root = root, timeout = 1 }
+    lash.sleep(1.5)
+    err = catch(short.snapshot, short)
+    assert.equal("expired", err.code)
   end)
 end)
 

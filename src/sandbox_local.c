@@ -765,9 +765,14 @@ static int local_create(lua_State *L) {
 
 static int local_snapshot(lua_State *L) {
   char root[LSB_PATH_MAX];
+  lsb_box *box;
+  meta m;
   luaL_checktype(L, 1, LUA_TTABLE);
-  state_root(L, 1, root, sizeof root);
-  return lsb_snapshot_slot(L, root);
+  lua_settop(L, 2);
+  /* gone and expired sandboxes are refused as by every operation */
+  load(L, 1, check_id(L, 2), root, sizeof root, &box, &m, 0);
+  (void)box;
+  return lsb_snapshot_slot(L, root);   /* the shared lock is held meanwhile */
 }
 
 /* ---- exec -------------------------------------------------------------------- */
