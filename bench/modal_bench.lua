@@ -50,7 +50,7 @@ local ok, err = pcall(function()
     per = rpcs_since(n0)
   end
   row("modal exec round trip", string.format("%.2f", median(times) * 1000), "ms",
-      string.format("median of 30; %d RPCs (start, stdout, stderr, stdin eof, wait)", per))
+      string.format("median of 30; %d RPCs (start, stdout, stderr, wait)", per))
 
   -- 100 concurrent commands
   local before = {}

@@ -466,11 +466,11 @@ describe("the run_command note", function()
       note_of { [TAGS.expires_at] = exp, [TAGS.network] = stamp("off") })
     assert.equal(first .. "This sandbox has outbound network access." .. clock,
       note_of { [TAGS.expires_at] = exp, [TAGS.network] = stamp("on") })
-    assert.equal(first .. "This sandbox can reach only these hosts, over HTTPS on port 443 only: pypi.org. "
+    assert.equal(first .. "This sandbox reaches only these hosts, over HTTPS on port 443 only: pypi.org. "
       .. "Anything else, and plain HTTP to any host, will fail." .. clock,
       note_of { [TAGS.expires_at] = exp, [TAGS.network] = stamp { allow_egress_to = { "pypi.org" } } })
-    assert.equal(first .. "This sandbox can reach only these address ranges, on any port: 10.0.0.0/8. Hostnames "
-      .. "still resolve, but only those addresses answer." .. clock,
+    assert.equal(first .. "This sandbox reaches only these address ranges, on any port: 10.0.0.0/8. Hostnames "
+      .. "still resolve, but only those addresses answer. Anything else will fail." .. clock,
       note_of { [TAGS.expires_at] = exp, [TAGS.network] = stamp { allow_egress_to_cidrs = { "10.0.0.0/8" } } })
     assert.equal(first .. "Its network access is whatever the step that set it up allowed; test before relying "
       .. "on it." .. clock, note_of { [TAGS.expires_at] = exp })
@@ -506,6 +506,22 @@ describe("the run_command note", function()
 end)
 
 describe("deadlines while attached", function()
+  it("keep the ceiling the instructions state (300 s), then the lifetime left", function()
+    local f = fakes.new {}
+    local wall, mono = 1790000000, 10
+    local id = f.add(owned_by("me", { [TAGS.expires_at] = tostring(wall + 1800) }))
+    local cap = lash.sandbox_capability { backend = f.name, attach_to = id, owner = "me" }
+    local text = require("lash.capabilities.sandbox").instructions_of(cap)[1]
+    assert.matches("(up to 300s)", text, 1, true)
+    local function cmd(t) return { tool_calls = { { name = "run_command", args = { command = "x", timeout_seconds = t } } } } end
+    local agent = agent_of(cap, { cmd(3000), function() mono = mono + 1700 return cmd(3000) end, "done" })
+    with({ getenv = no_env, clock = { wall = function() return wall end, mono = function() return mono end } },
+      function() agent:run("go") end)
+    local got = {}
+    for i, c in ipairs(f.calls_of("exec")) do got[i] = c.opts.timeout end
+    assert.same({ 300, 100 }, got)
+  end)
+
   it("are cut to the lifetime left, never below 1 s", function()
     local f = fakes.new {}
     local wall, mono = 1790000000, 10

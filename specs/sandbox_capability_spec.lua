@@ -71,11 +71,12 @@ describe("construction", function()
       assert.equal(name .. " must be a positive integer, got 0.", refused { [name] = 0 })
       assert.equal(name .. " must be a positive integer, got -1.", refused { [name] = -1 })
       assert.equal(name .. " must be a positive integer, got 1.5.", refused { [name] = 1.5 })
+      -- an exact integer, as the reference's int check: a whole float is refused too
+      assert.equal(name .. " must be a positive integer, got 300.0.", refused { [name] = 300.0 })
       assert.equal(name .. " must be a positive integer, got true.", refused { [name] = true })
       assert.equal(name .. " must be a positive integer, got '10'.", refused { [name] = "10" })
     end
-    assert.equal(600, lash.sandbox_capability { sandbox_timeout = 600.0 }.opts.sandbox_timeout)
-    assert.equal("integer", math.type(lash.sandbox_capability { sandbox_timeout = 600.0 }.opts.sandbox_timeout))
+    assert.equal(600, lash.sandbox_capability { sandbox_timeout = 600 }.opts.sandbox_timeout)
   end)
 
   it("wants a positive finite default_command_timeout", function()
@@ -357,7 +358,7 @@ describe("owned mode (fake backend)", function()
       { name = "run_command", args = { command = "x", timeout_seconds = 0 } },
       { name = "run_command", args = { command = "x", timeout_seconds = -5.5 } },
     })
-    assert.equal("timeout_seconds must be greater than 0, got 0." .. SUFFIX, parts[1].content)
+    assert.equal("timeout_seconds must be greater than 0, got 0.0." .. SUFFIX, parts[1].content)
     assert.equal("retry", parts[1].status)
     assert.equal("timeout_seconds must be greater than 0, got -5.5." .. SUFFIX, parts[2].content)
     assert.equal(0, #f.calls_of("exec"))
@@ -510,7 +511,7 @@ describe("owned mode (fake backend)", function()
       .. "instead (e.g. head, tail, sed -n, or grep)." .. SUFFIX, parts[7].content)
     assert.equal("Could not read 'dir': it is a directory. List it with list_directory instead." .. SUFFIX,
       parts[8].content)
-    assert.equal("offset must be >= 1 (lines are 1-indexed), got 0; the file has 2 lines." .. SUFFIX,
+    assert.equal("offset must be >= 1 (lines are 1-indexed), got 0" .. SUFFIX,
       parts[9].content)
     assert.equal("offset 9 is beyond end of file (2 lines total)" .. SUFFIX, parts[10].content)
     -- the too-large file was refused from its size, before any read
@@ -595,7 +596,7 @@ describe("attached mode (fake backend)", function()
     assert.equal(900, f.calls_of("exec")[2].opts.timeout)
   end)
 
-  it("uses what is left of the lifetime when the backend reports an expiry", function()
+  it("keeps the stated 300 s ceiling, then cuts to what is left of the lifetime", function()
     local saved = sbcap.clock
     local wall, mono = 1000000, 50
     sbcap.clock = { wall = function() return wall end, mono = function() return mono end }
@@ -613,7 +614,7 @@ describe("attached mode (fake backend)", function()
       }
       agent:run("x")
       local calls = f.calls_of("exec")
-      assert.equal(1000, calls[1].opts.timeout)
+      assert.equal(300, calls[1].opts.timeout)   -- the instructions say "up to 300s"
       assert.equal(4, calls[2].opts.timeout)
       assert.equal(1, calls[3].opts.timeout)
     end)

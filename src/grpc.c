@@ -35,6 +35,7 @@ static const char *const code_names[] = {
 };
 
 const char *grpc_code_name(int code) {
+  if (code == GRPC_LOCAL_TLS) return "TLS_VERIFY";
   if (code < 0 || code > GRPC_UNAUTHENTICATED) return "UNKNOWN";
   return code_names[code];
 }
@@ -479,9 +480,11 @@ static int curl_to_grpc(CURLcode rc) {
     case CURLE_COULDNT_RESOLVE_HOST: case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_CONNECT: case CURLE_SEND_ERROR: case CURLE_RECV_ERROR:
     case CURLE_HTTP2: case CURLE_HTTP2_STREAM: case CURLE_PARTIAL_FILE:
-    case CURLE_GOT_NOTHING: case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_PEER_FAILED_VERIFICATION: case CURLE_WRITE_ERROR:
+    case CURLE_GOT_NOTHING: case CURLE_SSL_CONNECT_ERROR: case CURLE_WRITE_ERROR:
       return GRPC_UNAVAILABLE;
+    case CURLE_PEER_FAILED_VERIFICATION: case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM: case CURLE_SSL_ISSUER_ERROR: case CURLE_SSL_CRL_BADFILE:
+      return GRPC_LOCAL_TLS;
     default: return GRPC_UNKNOWN;
   }
 }

@@ -29,7 +29,11 @@ enum {
   GRPC_PERMISSION_DENIED = 7, GRPC_RESOURCE_EXHAUSTED = 8,
   GRPC_FAILED_PRECONDITION = 9, GRPC_ABORTED = 10, GRPC_OUT_OF_RANGE = 11,
   GRPC_UNIMPLEMENTED = 12, GRPC_INTERNAL = 13, GRPC_UNAVAILABLE = 14,
-  GRPC_DATA_LOSS = 15, GRPC_UNAUTHENTICATED = 16
+  GRPC_DATA_LOSS = 15, GRPC_UNAUTHENTICATED = 16,
+  /* not a gRPC status: the peer's TLS certificate could not be verified
+  ** (or the CA file could not be used). A configuration problem, never
+  ** retried. */
+  GRPC_LOCAL_TLS = 100
 };
 
 /* "UNAVAILABLE" etc.; "CODE_<n>" style text for unknown codes is not

@@ -504,12 +504,13 @@ static void parse_string(dec *d) {
         if (lo >= 0xDC00 && lo <= 0xDFFF) {
           cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           p += 6;
-        } else {
-          cp = 0xFFFD;   /* a lone high surrogate */
         }
-      } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-        cp = 0xFFFD;     /* a lone low surrogate */
+        /* else a lone high surrogate: kept, below */
       }
+      /* A lone surrogate is kept as its 3-byte (WTF-8) form, which is not
+      ** valid UTF-8, so whoever reads the text can say what is wrong with it
+      ** (write_file answers with the reference's "unpaired surrogates"
+      ** message); lash.output.utf8_repair makes it U+FFFD where needed. */
       add_utf8(&b, (unsigned long)cp);
       continue;
     }

@@ -60,9 +60,16 @@ static const pb_field NetworkAccess_f[] = {
 };
 DESC(NetworkAccess, MC "NetworkAccess", NetworkAccess_f)
 
+static const pb_field GPUConfig_f[] = {
+  PB_F(modal_GPUConfig, 2, count, PB_UINT32),
+  PB_F(modal_GPUConfig, 4, gpu_type, PB_STRING),
+};
+DESC(GPUConfig, MC "GPUConfig", GPUConfig_f)
+
 static const pb_field Resources_f[] = {
   PB_F(modal_Resources, 2, memory_mb, PB_UINT32),
   PB_F(modal_Resources, 3, milli_cpu, PB_UINT32),
+  PB_MSGF(modal_Resources, 4, gpu_config, &modal_GPUConfig_desc),
   PB_F(modal_Resources, 5, memory_mb_max, PB_UINT32),
   PB_F(modal_Resources, 6, ephemeral_disk_mb, PB_UINT32),
   PB_F(modal_Resources, 7, milli_cpu_max, PB_UINT32),
@@ -344,7 +351,65 @@ static const pb_field SandboxTagsGetResponse_f[] = {
 };
 DESC(SandboxTagsGetResponse, MC "SandboxTagsGetResponse", SandboxTagsGetResponse_f)
 
+static const pb_field TaskInfo_f[] = {
+  PB_F(modal_TaskInfo, 1, id, PB_STRING),
+  PB_F(modal_TaskInfo, 2, started_at, PB_DOUBLE),
+  PB_F(modal_TaskInfo, 3, finished_at, PB_DOUBLE),
+  PB_MSGF(modal_TaskInfo, 4, result, &modal_GenericResult_desc),
+};
+DESC(TaskInfo, MC "TaskInfo", TaskInfo_f)
+
+static const pb_field SandboxInfo_f[] = {
+  PB_F(modal_SandboxInfo, 1, id, PB_STRING),
+  PB_F(modal_SandboxInfo, 3, created_at, PB_DOUBLE),
+  PB_MSGF(modal_SandboxInfo, 4, task_info, &modal_TaskInfo_desc),
+  PB_F(modal_SandboxInfo, 5, app_id, PB_STRING),
+  PB_REPMSG(modal_SandboxInfo, 6, tags, &modal_SandboxTag_desc),
+  PB_F(modal_SandboxInfo, 11, timeout_secs, PB_UINT32),
+};
+DESC(SandboxInfo, MC "SandboxInfo", SandboxInfo_f)
+
+static const pb_field SandboxListRequest_f[] = {
+  PB_F(modal_SandboxListRequest, 1, app_id, PB_STRING),
+  PB_F(modal_SandboxListRequest, 2, before_timestamp, PB_DOUBLE),
+  PB_F(modal_SandboxListRequest, 3, environment_name, PB_STRING),
+  PB_F(modal_SandboxListRequest, 4, include_finished, PB_BOOL),
+  PB_REPMSG(modal_SandboxListRequest, 5, tags, &modal_SandboxTag_desc),
+};
+DESC(SandboxListRequest, MC "SandboxListRequest", SandboxListRequest_f)
+
+static const pb_field SandboxListResponse_f[] = {
+  PB_REPMSG(modal_SandboxListResponse, 1, sandboxes, &modal_SandboxInfo_desc),
+};
+DESC(SandboxListResponse, MC "SandboxListResponse", SandboxListResponse_f)
+
+static const pb_field SandboxSnapshotFsRequest_f[] = {
+  PB_F(modal_SandboxSnapshotFsRequest, 1, sandbox_id, PB_STRING),
+  PB_F(modal_SandboxSnapshotFsRequest, 2, timeout, PB_FLOAT),
+};
+DESC(SandboxSnapshotFsRequest, MC "SandboxSnapshotFsRequest", SandboxSnapshotFsRequest_f)
+
+static const pb_field SandboxSnapshotFsResponse_f[] = {
+  PB_F(modal_SandboxSnapshotFsResponse, 1, image_id, PB_STRING),
+  PB_MSGF(modal_SandboxSnapshotFsResponse, 2, result, &modal_GenericResult_desc),
+};
+DESC(SandboxSnapshotFsResponse, MC "SandboxSnapshotFsResponse", SandboxSnapshotFsResponse_f)
+
 /* ---- task command router ---- */
+
+static const pb_field TaskSnapshotFilesystemRequest_f[] = {
+  PB_F(modal_TaskSnapshotFilesystemRequest, 1, task_id, PB_STRING),
+  PB_F(modal_TaskSnapshotFilesystemRequest, 2, snapshot_id, PB_STRING),
+  PB_OPT(modal_TaskSnapshotFilesystemRequest, 3, ttl_seconds, PB_INT64),
+};
+DESC(TaskSnapshotFilesystemRequest, TCR "TaskSnapshotFilesystemRequest",
+     TaskSnapshotFilesystemRequest_f)
+
+static const pb_field TaskSnapshotFilesystemResponse_f[] = {
+  PB_F(modal_TaskSnapshotFilesystemResponse, 1, image_id, PB_STRING),
+};
+DESC(TaskSnapshotFilesystemResponse, TCR "TaskSnapshotFilesystemResponse",
+     TaskSnapshotFilesystemResponse_f)
 
 static const pb_field TaskExecStartRequest_f[] = {
   PB_F(modal_TaskExecStartRequest, 1, task_id, PB_STRING),

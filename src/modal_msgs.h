@@ -70,9 +70,15 @@ typedef struct modal_NetworkAccess {
   pb_str *allowed_domains; size_t allowed_domains_n;
 } modal_NetworkAccess;
 
+typedef struct modal_GPUConfig {
+  uint32_t count;
+  pb_str gpu_type;               /* "A10G", "H100", ... (upper case) */
+} modal_GPUConfig;
+
 typedef struct modal_Resources {
-  uint32_t memory_mb, milli_cpu, memory_mb_max, ephemeral_disk_mb,
-           milli_cpu_max;
+  uint32_t memory_mb, milli_cpu;
+  const modal_GPUConfig *gpu_config;
+  uint32_t memory_mb_max, ephemeral_disk_mb, milli_cpu_max;
 } modal_Resources;
 
 typedef struct modal_PortSpecs { char unused_; } modal_PortSpecs;
@@ -280,7 +286,52 @@ typedef struct modal_SandboxTagsGetResponse {
   modal_SandboxTag *tags; size_t tags_n;
 } modal_SandboxTagsGetResponse;
 
+typedef struct modal_TaskInfo {
+  pb_str id;
+  double started_at, finished_at;
+  const modal_GenericResult *result;
+} modal_TaskInfo;
+
+typedef struct modal_SandboxInfo {
+  pb_str id;
+  double created_at;
+  const modal_TaskInfo *task_info;
+  pb_str app_id;
+  modal_SandboxTag *tags; size_t tags_n;
+  uint32_t timeout_secs;
+} modal_SandboxInfo;
+
+typedef struct modal_SandboxListRequest {   /* also SandboxListV2 */
+  pb_str app_id;
+  double before_timestamp;
+  pb_str environment_name;
+  bool include_finished;
+  modal_SandboxTag *tags; size_t tags_n;
+} modal_SandboxListRequest;
+
+typedef struct modal_SandboxListResponse {
+  modal_SandboxInfo *sandboxes; size_t sandboxes_n;
+} modal_SandboxListResponse;
+
+typedef struct modal_SandboxSnapshotFsRequest {
+  pb_str sandbox_id;
+  float timeout;
+} modal_SandboxSnapshotFsRequest;
+
+typedef struct modal_SandboxSnapshotFsResponse {
+  pb_str image_id;
+  const modal_GenericResult *result;
+} modal_SandboxSnapshotFsResponse;
+
 /* ---- task command router ------------------------------------------------ */
+
+typedef struct modal_TaskSnapshotFilesystemRequest {
+  pb_str task_id, snapshot_id;
+  bool has_ttl_seconds;
+  int64_t ttl_seconds;           /* -1: the image never expires */
+} modal_TaskSnapshotFilesystemRequest;
+
+typedef struct modal_TaskSnapshotFilesystemResponse { pb_str image_id; } modal_TaskSnapshotFilesystemResponse;
 
 typedef struct modal_TaskExecStartRequest {
   pb_str task_id, exec_id;
@@ -322,7 +373,8 @@ typedef struct modal_TaskExecStdinWriteRequest {
 
 #define MODAL_MSGS(X)                                                  \
   X(Empty) X(GenericResult) X(SandboxHandleMetadata) X(SandboxTag)       \
-  X(StringMap) X(NetworkAccess) X(Resources) X(PortSpecs) X(Any)         \
+  X(StringMap) X(NetworkAccess) X(GPUConfig) X(Resources) X(PortSpecs)  \
+  X(Any)                                                                 \
   X(RPCStatus) X(RPCRetryPolicy) X(AuthTokenGetRequest)                  \
   X(AuthTokenGetResponse) X(ClientHelloResponse)                         \
   X(EnvironmentGetOrCreateRequest) X(EnvironmentSettings)                \
@@ -342,6 +394,9 @@ typedef struct modal_TaskExecStdinWriteRequest {
   X(SandboxWaitResponse) X(SandboxTerminateRequest)                      \
   X(SandboxTerminateResponse) X(SandboxTagsSetRequest)                   \
   X(SandboxTagsGetRequest) X(SandboxTagsGetResponse)                     \
+  X(TaskInfo) X(SandboxInfo) X(SandboxListRequest) X(SandboxListResponse) \
+  X(SandboxSnapshotFsRequest) X(SandboxSnapshotFsResponse)               \
+  X(TaskSnapshotFilesystemRequest) X(TaskSnapshotFilesystemResponse)     \
   X(TaskExecStartRequest) X(TaskExecStartResponse)                       \
   X(TaskExecStdioReadRequest) X(TaskExecStdioReadResponse)               \
   X(TaskExecWaitRequest) X(TaskExecWaitResponse) X(TaskExecPollRequest)  \

@@ -23,9 +23,12 @@
 #define CONTROL_RETRIES 3
 #define ROUTER_RETRIES 10
 #define DEFAULT_ATTEMPT_TIMEOUT 60.0
-/* libmodal's client type (there is none for C); lash behaves like the
-** libmodal SDKs (router exec, V2 sandboxes), which announce 1.0.0. */
-#define CLIENT_TYPE "7"
+/* The proto has no client type for C. lash behaves like the current JS SDK
+** (router exec, V2 sandboxes by default, its RPC sequences), so it sends that
+** SDK's type, CLIENT_TYPE_LIBMODAL_JS (8: "since modal-js v0.3.15"; 7 is the
+** retired "before v0.3.15" one), and its client version 1.0.0, and names
+** itself in x-modal-libmodal-version. */
+#define CLIENT_TYPE "8"
 #define CLIENT_VERSION "1.0.0"
 
 typedef struct router_ch {

@@ -44,7 +44,8 @@ typedef struct sbobj {
 
 /* Creation-only settings every backend understands. */
 static const char *const generic_create[] = {
-  "workdir", "env", "timeout", "network", "owner", "tags", "idle_timeout", NULL
+  "workdir", "env", "timeout", "network", "owner", "tags", "idle_timeout",
+  "from_snapshot", NULL
 };
 
 static const char *const required_slots[] = {
@@ -52,7 +53,7 @@ static const char *const required_slots[] = {
   "destroy", NULL
 };
 static const char *const optional_slots[] = {
-  "read_tags", "write_tags", "cas_tags", "list", "gc", "probe", NULL
+  "read_tags", "write_tags", "cas_tags", "list", "gc", "probe", "snapshot", NULL
 };
 
 /* ---- errors ------------------------------------------------------------ */
@@ -444,7 +445,7 @@ static void register_c_backend(lua_State *L, const lash_sandbox_backend *b) {
     {"list_dir", b->list_dir}, {"read_tags", b->read_tags},
     {"write_tags", b->write_tags}, {"poll", b->poll},
     {"destroy", b->destroy}, {"cas_tags", b->cas_tags}, {"list", b->list},
-    {"gc", b->gc}, {"probe", b->probe},
+    {"gc", b->gc}, {"probe", b->probe}, {"snapshot", b->snapshot},
   };
   size_t i;
   push_backends(L);
@@ -730,6 +731,28 @@ static void normalize_spec(lua_State *L, int spec, int fns) {
     lua_pop(L, 1);
   }
   lua_setfield(L, out, "owner");
+  /* idle_timeout: only a backend that enforces it may take it */
+  if (lua_getfield(L, spec, "idle_timeout") != LUA_TNIL &&
+      !set_has(L, fns, "create_options", "idle_timeout")) {
+    lua_getfield(L, fns, "name");
+    luaL_error(L, "the %s backend cannot enforce idle_timeout; leave it out (the "
+               "sandbox's timeout bounds its life)", lua_tostring(L, -1));
+  }
+  lua_pop(L, 1);
+  /* from_snapshot: a backend that can snapshot can start from one */
+  if (lua_getfield(L, spec, "from_snapshot") != LUA_TNIL) {
+    const char *snap = check_cstring(L, -1, "from_snapshot");
+    if (!*snap) luaL_error(L, "from_snapshot must not be empty (leave it out to start empty)");
+    if (lua_getfield(L, fns, "snapshot") != LUA_TFUNCTION) {
+      lua_getfield(L, fns, "name");
+      luaL_error(L, "the %s backend cannot start from a snapshot; leave from_snapshot out",
+                 lua_tostring(L, -1));
+    }
+    lua_pop(L, 1);
+    lua_setfield(L, out, "from_snapshot");
+  } else {
+    lua_pop(L, 1);
+  }
   /* tags: the user's, then the reserved stamps */
   if (lua_getfield(L, spec, "tags") == LUA_TNIL) lua_newtable(L);
   else copy_string_map(L, -1, "tags", 0, 1);
@@ -874,8 +897,10 @@ static int do_create(lua_State *L, int mode, const char *context) {
 ** @function create
 ** @tparam table spec backend ("local"), workdir, env, timeout (lifetime,
 **   seconds, default 300), network ("off" (default), "on", or {block_network,
-**   allow_egress_to, allow_egress_to_cidrs}), owner, tags, and the backend's
-**   own options (local: rootfs, limits, isolation, state_root).
+**   allow_egress_to, allow_egress_to_cidrs}), owner, tags, idle_timeout
+**   (backends that enforce it: modal), from_snapshot (an id from
+**   sandbox:snapshot()), and the backend's own options (local: rootfs,
+**   limits, isolation, state_root; modal: image, app_name, cpu, memory, gpu).
 ** @treturn lash.sandbox */
 static int l_create(lua_State *L) {
   return do_create(L, MODE_OWNED, "lash.sandbox.create");
@@ -1185,6 +1210,25 @@ static int m_read_tags(lua_State *L) {
   need_tags(L);
   lua_settop(L, 1);
   return dispatch(L, "read_tags", 0, finish_k);
+}
+
+/*** Snapshot the sandbox's files: returns an id that
+** `lash.sandbox.create{from_snapshot = id}` starts a new sandbox from
+** (Modal: an image id; local: a copy of the workspace). The sandbox itself
+** is untouched.
+** @function sandbox:snapshot */
+static int m_snapshot(lua_State *L) {
+  check_open(L, 1);
+  lua_settop(L, 1);
+  if (sb_field(L, 1, "fns") != LUA_TTABLE ||
+      lua_getfield(L, -1, "snapshot") != LUA_TFUNCTION) {
+    sb_field(L, 1, "backend");
+    return lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported",
+                              "the %s backend cannot snapshot a sandbox",
+                              lua_tostring(L, -1));
+  }
+  lua_settop(L, 1);
+  return dispatch(L, "snapshot", 0, finish_k);
 }
 
 /*** Running, or how it ended: {running, status, exit_code, expires_at}.
@@ -1632,6 +1676,7 @@ static const luaL_Reg methods[] = {
   {"write_file", m_write_file}, {"list_dir", m_list_dir},
   {"read_tags", m_read_tags}, {"write_tags", m_write_tags},
   {"poll", m_poll}, {"destroy", m_destroy}, {"attach", m_attach},
+  {"snapshot", m_snapshot},
   {"release", m_release}, {"close", m_close}, {"detach", m_detach},
   {NULL, NULL}
 };

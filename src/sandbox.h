@@ -76,6 +76,9 @@
 **                                           status =}, ...}
 **   gc(cfg)                            -> {removed ids}
 **   probe(cfg)                         -> true | false, reason
+**   snapshot(cfg, id)                  -> snapshot id: the sandbox's files as
+**       they are now, from which `create{from_snapshot = id}` starts a new
+**       sandbox (modal: an image id; local: a copy of the workspace).
 ** Relative paths are the backend's to resolve, against the sandbox's
 ** workdir.
 **
@@ -90,6 +93,8 @@
 **   "auth"        SandboxTerminalError: credentials refused.
 **   "refused"     SandboxTerminalError raised by attach: wrong or missing
 **                 owner, held by another holder, a claim lost to a race.
+**   "config"      SandboxTerminalError: the backend is misconfigured (e.g. a
+**                 TLS certificate that cannot be verified); retrying cannot help.
 ** Terminal errors have retryable = false, terminal = true. `code` is a
 ** short machine-readable reason ("not_found", "too_large", "expired", ...).
 ** Misuse (a bad argument) raises a plain error string instead.
@@ -112,6 +117,7 @@
 #define LASH_SB_UNAVAILABLE "unavailable"
 #define LASH_SB_AUTH        "auth"
 #define LASH_SB_REFUSED     "refused"
+#define LASH_SB_CONFIG      "config"   /* terminal: fix the configuration */
 
 /* Reserved tags (the prefix "lash_" is refused in user tags). */
 #define LASH_SB_TAG_PREFIX     "lash_"
@@ -133,6 +139,7 @@ typedef struct lash_sandbox_backend {
   lua_CFunction create, exec, stat, read_file, write_file, list_dir,
                 read_tags, write_tags, poll, destroy;
   lua_CFunction cas_tags, list, gc, probe;   /* optional (NULL) */
+  lua_CFunction snapshot;                    /* optional (NULL) */
 } lash_sandbox_backend;
 
 #define LASH_SANDBOX_BACKENDS(X) \

@@ -16,6 +16,7 @@
 */
 #include "sandbox.h"
 #include "sandbox_local.h"
+#include "sandbox_local_snapshot.h"
 #include "output.h"
 #include "runtime.h"
 
@@ -549,7 +550,7 @@ static void check_workdir(lua_State *L, const char *workdir,
 static int local_create(lua_State *L) {
   char root[LSB_PATH_MAX], id[LSB_ID_LEN + 1], where[2 * LSB_PATH_MAX];
   char rootfs[LSB_PATH_MAX], ws_host[2 * LSB_PATH_MAX];
-  const char *workdir, *iso = "bwrap", *bwrap_path = NULL, *netmode = "off";
+  const char *workdir, *iso = "bwrap", *bwrap_path = NULL, *netmode = "off", *from = NULL;
   int none, rc, tries, du = 1, meta_idx, spec = 2;
   uid_t uid = getuid();
   gid_t gid = getgid();
@@ -559,6 +560,16 @@ static int local_create(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_checktype(L, 2, LUA_TTABLE);
   state_root(L, 1, root, sizeof root);
+  /* from_snapshot: checked now, copied in once the workspace exists */
+  if (lua_getfield(L, spec, "from_snapshot") != LUA_TNIL) {
+    struct stat st;
+    from = lua_tostring(L, -1);   /* alive in spec */
+    if (lsb_snapshot_path(root, from, where, sizeof where) != 0 ||
+        stat(where, &st) != 0 || !S_ISDIR(st.st_mode))
+      lash_sandbox_raise(L, LASH_SB_ERROR, "not_found", "no local snapshot '%s' under %s "
+                         "(`lash sandbox snapshot ID` prints one)", from, root);
+  }
+  lua_pop(L, 1);
   /* isolation */
   if (lua_getfield(L, spec, "isolation") != LUA_TNIL) {
     iso = lua_tostring(L, -1);
@@ -751,6 +762,11 @@ static int local_create(lua_State *L) {
       (fchownat(b->dirfd, "workspace", uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
        fchownat(b->dirfd, "tmp", uid, gid, AT_SYMLINK_NOFOLLOW) != 0))
     rc = -errno;
+  if (!rc && from) {
+    snprintf(ws_host, sizeof ws_host, "%s/%s/workspace", root, id);
+    rc = lsb_snapshot_restore(root, from, ws_host, uid, gid, where, sizeof where);
+    if (rc) lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "%s", where);
+  }
   if (!rc) rc = lsb_write_atomic(b->dirfd, "meta.json", json, json_len, 0600);
   if (rc) {
     snprintf(where, sizeof where, "%s/%s", root, id);
@@ -767,6 +783,18 @@ static int local_create(lua_State *L) {
                      "%s", id, geteuid() == 0 ? "uid 65534" : "you", ws_host);
   lua_pushstring(L, id);
   return 1;
+}
+
+static int local_snapshot(lua_State *L) {
+  char root[LSB_PATH_MAX];
+  lsb_box *box;
+  meta m;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 2);
+  /* gone and expired sandboxes are refused as by every operation */
+  load(L, 1, check_id(L, 2), root, sizeof root, &box, &m, 0);
+  (void)box;
+  return lsb_snapshot_slot(L, root);   /* the shared lock is held meanwhile */
 }
 
 /* ---- exec -------------------------------------------------------------------- */
@@ -1964,4 +1992,5 @@ const lash_sandbox_backend lash_sandbox_backend_local = {
   local_list,
   local_gc,
   local_probe,
+  local_snapshot,
 };

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CLIENTS_KEY "lash.modal.clients"
 #define CLIENT_MT "lash.modal.client"
@@ -35,6 +36,7 @@
 #define MAX_LIFETIME 86400
 #define EXEC_GRACE 30.0            /* past the command's own timeout */
 #define STDIN_CHUNK (1u << 20)
+#define STDIN_EOF_GRACE 2.0        /* seconds before a stdin-less command gets EOF */
 #define STREAM_RETRIES 10
 #define FS_TIMEOUT 120
 #define TASK_ID_POLL 0.5
@@ -43,8 +45,14 @@
 
 /* app_name and create_app_if_missing are the sandbox capability's names. */
 static const char *const create_options[] = {
-  "image", "app_name", "create_app_if_missing", "cpu", "memory", NULL
+  "image", "app_name", "create_app_if_missing", "cpu", "memory", "gpu", "idle_timeout",
+  NULL
 };
+
+/* Stamped on every sandbox lash creates, so list and gc find only lash's
+** (SandboxList filters on it). */
+#define MADE_BY_TAG "lash_made_by"
+#define MADE_BY_VALUE "lash"
 static const char *const config_options[] = {
   "server_url", "environment", "profile", "config_path", "ca_file", "sandbox_v2", NULL
 };
@@ -153,8 +161,10 @@ typedef struct mstream {
   grpc_call *call;
   uint64_t offset;             /* bytes received (the resume cursor) */
   lash_ring ring;
-  int done, retries;
+  int done, retries, opened;
   int malformed;               /* a message that is not TaskExecStdioReadResponse */
+  uint64_t cap;                /* stop reading past this many bytes (0: never) */
+  int capped;
   lash_timer timer;
   modal_rpc refresh;           /* a poll that refreshes router access */
 } mstream;
@@ -172,6 +182,14 @@ typedef struct mexec {
   uint32_t timeout;
   int timed_out_local;
   lash_timer deadline;
+  /* Modal's SDKs read stdout while the command runs, stderr too for a
+  ** command (but only after a failed exit for a file tool, as they do),
+  ** and write stdin only when there is some. A command given no stdin gets
+  ** end-of-file only if it is still running after STDIN_EOF_GRACE, so a
+  ** command that reads stdin cannot hang while quick ones cost no write. */
+  int fs;                      /* a fs-tools command: stderr after a failure */
+  int no_stdout;               /* nothing to read on stdout (WriteFile) */
+  lash_timer eof_timer;
   int fatal_code;              /* grpc code of the first fatal failure */
   char fatal_where[32];
   char fatal_msg[512];
@@ -200,6 +218,9 @@ struct mop {
   char image_exc[256];
   grpc_call *stream;
   int stream_retries;
+  /* list and gc */
+  double before;               /* SandboxList page cursor */
+  int pages, gc, idx;
   /* file operations */
   const char *path;            /* absolute (arena) */
   int64_t max_bytes;
@@ -245,6 +266,7 @@ static mop *op_new(lua_State *L, int cfg, const char *what) {
   memset(op, 0, sizeof *op);
   lash_timer_init(&op->timer);
   lash_timer_init(&op->x.deadline);
+  lash_timer_init(&op->x.eof_timer);
   lash_timer_init(&op->x.out.timer);
   lash_timer_init(&op->x.err.timer);
   if (luaL_newmetatable(L, OP_MT)) {
@@ -322,6 +344,16 @@ static int raise_auth(lua_State *L, int code, const char *msg) {
   return sb_raise(L, LASH_SB_AUTH, "unauthenticated", "%s", MODAL_AUTH_MESSAGE);
 }
 
+static int raise_tls(lua_State *L, mop *op, const char *msg) {
+  const modal_config *cfg = modal_client_config(op->cl);
+  return sb_raise(L, LASH_SB_CONFIG, "tls_verify",
+                  "cannot verify the TLS certificate of Modal at %s (%s). This is a "
+                  "configuration problem, not an outage: point ca_file at "
+                  "the CA that signed the server's certificate, or fix server_url",
+                  op->rpc.sbx && op->rpc.flags & MODAL_RPC_ROUTER ? "its command router"
+                                                                   : cfg->server_url, msg);
+}
+
 static int raise_gone(lua_State *L, mop *op, const char *detail) {
   return sb_raise(L, LASH_SB_UNAVAILABLE, "not_found",
                             "Modal sandbox %s is gone (terminated, expired or never "
@@ -339,6 +371,7 @@ static int op_fail(lua_State *L, mop *op, int targeted) {
   char lc[32];
   if (code == GRPC_UNAUTHENTICATED || code == GRPC_PERMISSION_DENIED)
     return raise_auth(L, code, r->message);
+  if (code == GRPC_LOCAL_TLS) return raise_tls(L, op, r->message);
   if (code == GRPC_NOT_FOUND && targeted) return raise_gone(L, op, r->message);
   lower_code(code, lc, sizeof lc);
   if (code >= 0 && modal_code_transient(code)) {
@@ -509,6 +542,7 @@ static void exec_stop(mexec *x, lash_loop *loop) {
     modal_rpc_cancel(&ss[i]->refresh);
   }
   lash_timer_stop(loop, &x->deadline);
+  lash_timer_stop(loop, &x->eof_timer);
 }
 
 static void exec_finish(mop *op) {
@@ -529,12 +563,19 @@ static void exec_fatal(mop *op, const char *where, int code, const char *msg) {
   exec_finish(op);
 }
 
+static void stream_open(mstream *s);
+
 static void exec_check_done(mop *op) {
   mexec *x = &op->x;
-  if (x->out.done && x->err.done && x->wait_done && x->stdin_done) exec_finish(op);
+  if (!(x->out.done && x->wait_done && x->stdin_done)) return;
+  if (!x->err.done && x->fs && !x->err.opened) {
+    /* a file tool's stderr holds its error report: read it only after a
+    ** failed exit (the worker keeps output, so nothing is lost) */
+    if (x->has_code && x->code == 0) x->err.done = 1;
+    else { stream_open(&x->err); return; }
+  }
+  if (x->err.done) exec_finish(op);
 }
-
-static void stream_open(mstream *s);
 
 static int stream_msg(void *ud, const uint8_t *m, size_t n) {
   mstream *s = ud;
@@ -563,6 +604,7 @@ static int stream_msg(void *ud, const uint8_t *m, size_t n) {
     }
     p += len;
   }
+  if (s->cap && s->offset > s->cap) return s->capped = 1;   /* enough: stop */
   return 0;
 }
 
@@ -591,7 +633,7 @@ static void stream_done(void *ud, const grpc_status *st) {
                "the router sent an undecodable output message (or memory ran out)");
     return;
   }
-  if (st->code == GRPC_OK) {
+  if (st->code == GRPC_OK || s->capped) {
     s->done = 1;
     exec_check_done(op);
     return;
@@ -623,6 +665,7 @@ static void stream_done(void *ud, const grpc_status *st) {
 static void stream_open(mstream *s) {
   mop *op = s->op;
   char err[256];
+  s->opened = 1;
   modal_TaskExecStdioReadRequest req = {
     pb_cstr(op->sbx->task_id), pb_cstr(op->x.exec_id), s->offset,
     s->fd ? MODAL_STDIO_STDERR : MODAL_STDIO_STDOUT };
@@ -678,6 +721,14 @@ static void stdin_next(mop *op) {
     exec_fatal(op, "stdin", -1, x->in.message);
 }
 
+static void stdin_eof_timer(lash_loop *loop, lash_timer *t) {
+  mop *op = t->data;
+  (void)loop;
+  if (op->x.finished || op->x.wait_done) return;
+  op->x.stdin_done = 0;
+  stdin_next(op);   /* an empty write with eof */
+}
+
 static void waited(modal_rpc *r) {
   mop *op = r->ud;
   mexec *x = &op->x;
@@ -718,11 +769,18 @@ static void exec_started(modal_rpc *r) {
   lash_loop *loop = modal_client_loop(op->cl);
   lash_timer_start(loop, &x->deadline, (uint64_t)((x->timeout + EXEC_GRACE) * 1e9),
                    exec_deadline, op);
-  stream_open(&x->out);
+  if (x->no_stdout) x->out.done = 1;
+  else stream_open(&x->out);
   if (x->finished) return;
-  stream_open(&x->err);
+  if (!x->fs) stream_open(&x->err);
   if (x->finished) return;
-  stdin_next(op);
+  if (x->stdin_data) stdin_next(op);
+  else {
+    x->stdin_done = 1;
+    if (!x->fs)
+      lash_timer_start(loop, &x->eof_timer, (uint64_t)(STDIN_EOF_GRACE * 1e9),
+                       stdin_eof_timer, op);
+  }
   if (x->finished) return;
   modal_TaskExecWaitRequest req = { pb_cstr(op->sbx->task_id), pb_cstr(x->exec_id) };
   x->wait.method = "TaskExecWait";
@@ -743,7 +801,7 @@ static int exec_begin(lua_State *L, mop *op, pb_str *argv, size_t argc,
                       pb_kv *env, size_t envn, const char *cwd,
                       const char *stdin_data, size_t stdin_len,
                       size_t max_out, size_t max_err, uint32_t timeout,
-                      lua_KFunction k) {
+                      int fs, int no_stdout, uint64_t out_cap, lua_KFunction k) {
   mexec *x = &op->x;
   lash_loop *loop = modal_client_loop(op->cl);
   exec_stop(x, loop);
@@ -751,6 +809,7 @@ static int exec_begin(lua_State *L, mop *op, pb_str *argv, size_t argc,
   lash_ring_free(&x->err.ring);
   memset(x, 0, sizeof *x);
   lash_timer_init(&x->deadline);
+  lash_timer_init(&x->eof_timer);
   lash_timer_init(&x->out.timer);
   lash_timer_init(&x->err.timer);
   op_rpc_init(op, &x->start);
@@ -763,6 +822,9 @@ static int exec_begin(lua_State *L, mop *op, pb_str *argv, size_t argc,
   lash_ring_init(&x->out.ring, max_out);
   lash_ring_init(&x->err.ring, max_err);
   x->active = 1;
+  x->fs = fs;
+  x->no_stdout = no_stdout;
+  x->out.cap = out_cap;
   x->stdin_data = stdin_data;
   x->stdin_len = stdin_len;
   x->timeout = timeout;
@@ -888,12 +950,13 @@ static const char *fs_command(lua_State *L, mop *op, const char *cmd, const char
 
 static int fs_begin(lua_State *L, mop *op, const char *json, const char *stdin_data,
                     size_t stdin_len, size_t max_out, lua_KFunction k) {
+  int no_stdout = stdin_data != NULL;   /* WriteFile prints nothing */
   pb_str *argv = pb_arena_alloc(op->arena, 2 * sizeof *argv);
   if (!argv) luaL_error(L, "modal backend: out of memory");
   argv[0] = pb_cstr(FS_TOOLS);
   argv[1] = pb_cstr(json);
   return exec_begin(L, op, argv, 2, NULL, 0, NULL, stdin_data, stdin_len, max_out,
-                    64 * 1024, FS_TIMEOUT, k);
+                    64 * 1024, FS_TIMEOUT, 1, no_stdout, max_out, k);
 }
 
 /* Decode JSON text at the top of the stack with cjson: replaces it with the
@@ -972,6 +1035,7 @@ typedef struct create_args {
   modal_NetworkAccess net;
   modal_Resources res;
   modal_PortSpecs ports;
+  modal_GPUConfig gpu;
   modal_SandboxTag *tags;
   size_t ntags;
   pb_kv *env;
@@ -1062,6 +1126,7 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
         continue;
       }
       case C_ENV: {
+        if (op->image_id) { op->step = C_SECRET; continue; }   /* from_snapshot: built */
         op->ibv = cfg->image_builder_version;
         snprintf(key, sizeof key, "ibv\1%s", cfg->environment);
         if (!op->ibv) op->ibv = modal_client_cache_get(op->cl, key);
@@ -1085,6 +1150,7 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
         continue;
       }
       case C_IMAGE: {
+        if (op->image_id) { op->step = C_SECRET; continue; }   /* from_snapshot */
         snprintf(key, sizeof key, "image\1%s\1%s", op->image_tag, op->ibv ? op->ibv : "");
         if ((op->image_id = modal_client_cache_get(op->cl, key))) { op->step = C_SECRET; continue; }
         char from[600];
@@ -1344,6 +1410,43 @@ static int s_create(lua_State *L) {
     ca->def.resources = &ca->res;
   }
   lua_pop(L, 1);
+  if (lua_getfield(L, 2, "gpu") != LUA_TNIL) {
+    /* "A10G", "h100:2": the type upper-cased and a count, as Modal's SDKs
+    ** parse it; V2 sandboxes have no GPUs, so a GPU makes it a V1 sandbox */
+    size_t l;
+    const char *g = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &l) : NULL;
+    const char *colon = g ? strchr(g, ':') : NULL;
+    size_t tl = colon ? (size_t)(colon - g) : (g ? l : 0);
+    long count = 1;
+    if (colon) {
+      char *end;
+      count = strtol(colon + 1, &end, 10);
+      if (end == colon + 1 || *end || count < 1 || count > 64) count = -1;
+    }
+    if (!g || tl == 0 || tl > 64 || count < 1)
+      luaL_error(L, "modal backend: option 'gpu' must be a GPU type with an optional "
+                    "count, e.g. \"A10G\" or \"H100:2\"");
+    char *t = op_strdup(L, op, g, tl);
+    for (char *c = t; *c; c++) *c = (char)toupper((unsigned char)*c);
+    ca->gpu.gpu_type = pb_cstr(t);
+    ca->gpu.count = (uint32_t)count;
+    ca->res.gpu_config = &ca->gpu;
+    ca->def.resources = &ca->res;
+    op->count = 0;
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, 2, "from_snapshot") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING || strncmp(lua_tostring(L, -1), "im-", 3) ||
+        !lua_tostring(L, -1)[3])
+      luaL_error(L, "modal backend: option 'from_snapshot' must be the image id a "
+                    "snapshot printed (im-...)");
+    op->image_id = lua_tostring(L, -1);   /* alive in spec */
+    if (lua_getfield(L, 2, "image") != LUA_TNIL)
+      luaL_error(L, "modal backend: give 'image' or 'from_snapshot', not both (a "
+                    "snapshot is an image)");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
   /* env and tags (strings stay alive in spec, argument 2) */
   if (lua_getfield(L, 2, "env") == LUA_TTABLE) map_to_kv(L, op, lua_gettop(L), &ca->env, &ca->nenv);
   lua_pop(L, 1);
@@ -1352,7 +1455,7 @@ static int s_create(lua_State *L) {
     size_t n;
     map_to_kv(L, op, lua_gettop(L), &kv, &n);
     /* SandboxTag has the same layout as a map entry: two strings */
-    ca->tags = pb_arena_alloc(op->arena, (n ? n : 1) * sizeof *ca->tags);
+    ca->tags = pb_arena_alloc(op->arena, (n + 1) * sizeof *ca->tags);
     if (!ca->tags) luaL_error(L, "modal backend: out of memory");
     for (size_t i = 0; i < n; i++) {
       ca->tags[i].tag_name = kv[i].key;
@@ -1361,6 +1464,13 @@ static int s_create(lua_State *L) {
     ca->ntags = n;
   }
   lua_pop(L, 1);
+  if (!ca->tags) {
+    ca->tags = pb_arena_alloc(op->arena, sizeof *ca->tags);
+    if (!ca->tags) luaL_error(L, "modal backend: out of memory");
+  }
+  ca->tags[ca->ntags].tag_name = pb_cstr(MADE_BY_TAG);
+  ca->tags[ca->ntags].tag_value = pb_cstr(MADE_BY_VALUE);
+  ca->ntags++;
   /* image and app */
   op->image_tag = DEFAULT_IMAGE;
   if (lua_getfield(L, 2, "image") != LUA_TNIL) {
@@ -1432,7 +1542,7 @@ static int exec_run(lua_State *L, mop *op) {
   op->count = (int)timeout;
   op->step = E_CHECK;
   return exec_begin(L, op, argv, argc, env, nenv, cwd, in, inlen, (size_t)maxout,
-                    (size_t)maxout, (uint32_t)timeout, exec_k);
+                    (size_t)maxout, (uint32_t)timeout, 0, 0, 0, exec_k);
 }
 
 static int exec_k(lua_State *L, int status, lua_KContext ctx) {
@@ -1506,8 +1616,8 @@ static int s_exec(lua_State *L) {
 
 /* ---- files ---- */
 
-enum { F_STAT = 1, F_STAT_CHECK, F_READ, F_READ_CHECK, F_MKDIR, F_MKDIR_CHECK, F_WRITE,
-       F_WRITE_CHECK, F_LIST, F_LIST_CHECK };
+enum { F_STAT = 1, F_STAT_CHECK, F_READ, F_READ_CHECK, F_WRITE, F_WRITE_CHECK, F_LIST,
+       F_LIST_CHECK };
 
 /* push {kind, size, mode, mtime} from a decoded fs-tools FileInfo at idx */
 static void push_stat(lua_State *L, int idx) {
@@ -1582,7 +1692,15 @@ static int file_k(lua_State *L, int status, lua_KContext ctx) {
           lua_getfield(L, -1, "size");
           lua_Integer size = (lua_Integer)lua_tonumber(L, -1);
           lua_pop(L, 2);
-          if (size > op->max_bytes) {
+          if (size <= op->max_bytes) {
+            /* sizing after a read came out too big: it shrank meanwhile */
+            char b[32];
+            lash_format_size((uint64_t)op->max_bytes, b, sizeof b);
+            return sb_raise(L, LASH_SB_ERROR, "changed", "'%s' changed size while it "
+                            "was read (over the %s read limit, now %lld bytes); read it "
+                            "again", op->path, b, (long long)size);
+          }
+          {
             char a[32], b[32];
             lash_format_size((uint64_t)size, a, sizeof a);
             lash_format_size((uint64_t)op->max_bytes, b, sizeof b);
@@ -1596,8 +1714,6 @@ static int file_k(lua_State *L, int status, lua_KContext ctx) {
             lua_setfield(L, -2, "path");
             return lua_error(L);
           }
-          op->step = F_READ;
-          continue;
         }
         push_stat(L, -1);
         return 1;
@@ -1611,18 +1727,11 @@ static int file_k(lua_State *L, int status, lua_KContext ctx) {
         if ((r = fs_done(L, op, "read")) != 0) return r;
         uint64_t total = lash_ring_total(&op->x.out.ring);
         if (total > (uint64_t)op->max_bytes) {
-          char b[32];
-          lash_format_size((uint64_t)op->max_bytes, b, sizeof b);
-          lua_pushfstring(L, "'%s' grew past the %s read limit while it was read",
-                          op->path, b);
-          lash_sandbox_push_error(L, LASH_SB_ERROR, "too_large", lua_tostring(L, -1));
-          lua_pushinteger(L, (lua_Integer)total);
-          lua_setfield(L, -2, "size");
-          lua_pushinteger(L, op->max_bytes);
-          lua_setfield(L, -2, "max_bytes");
-          lua_pushstring(L, op->path);
-          lua_setfield(L, -2, "path");
-          return lua_error(L);
+          /* too big: the read stopped early; a stat names the size. (Like
+          ** Modal's SDKs, lash reads without a stat first: one command, not
+          ** two, for every file that fits.) */
+          op->step = F_STAT;
+          continue;
         }
         size_t got;
         luaL_Buffer b;
@@ -1630,25 +1739,6 @@ static int file_k(lua_State *L, int status, lua_KContext ctx) {
         got = lash_ring_copy(&op->x.out.ring, dst);
         luaL_pushresultsize(&b, got);
         return 1;
-      }
-      case F_MKDIR: {
-        /* parents first; "/" needs nothing */
-        char *parent = op_strdup(L, op, op->path, strlen(op->path));
-        char *slash = strrchr(parent, '/');
-        if (!slash || slash == parent) { op->step = F_WRITE; continue; }
-        *slash = 0;
-        op->step = F_MKDIR_CHECK;
-        const char *saved = op->path;
-        op->path = parent;
-        const char *cmd = fs_command(L, op, "MakeDirectory", parent, ",\"parents\":true");
-        op->path = saved;
-        return fs_begin(L, op, cmd, NULL, 0, 64 * 1024, file_k);
-      }
-      case F_MKDIR_CHECK: {
-        int r;
-        if ((r = fs_done(L, op, "create the parent directories of")) != 0) return r;
-        op->step = F_WRITE;
-        continue;
       }
       case F_WRITE: {
         size_t n;
@@ -1729,12 +1819,13 @@ static int s_stat(lua_State *L) {
 static int s_read_file(lua_State *L) {
   lua_Integer max = luaL_checkinteger(L, 4);
   if (max < 0) luaL_argerror(L, 4, "max_bytes must be >= 0");
-  return file_start(L, "read_file", F_STAT, max);
+  return file_start(L, "read_file", F_READ, max);
 }
 
 static int s_write_file(lua_State *L) {
   luaL_checktype(L, 4, LUA_TSTRING);
-  return file_start(L, "write_file", F_MKDIR, 0);
+  /* WriteFile makes the parent directories itself */
+  return file_start(L, "write_file", F_WRITE, 0);
 }
 
 static int s_list_dir(lua_State *L) {
@@ -1937,9 +2028,193 @@ static int s_probe(lua_State *L) {
   return op_wait(L, op, simple_k);
 }
 
+/* ---- snapshot ---- */
+
+#define SNAPSHOT_TTL (30 * 24 * 3600)   /* the SDKs' default image lifetime */
+
+enum { S_V2 = 1, S_CHECK };
+
+static int snap_k(lua_State *L, int status, lua_KContext ctx) {
+  mop *op = (mop *)ctx;
+  modal_rpc *r = &op->rpc;
+  (void)status;
+  lash_wait_check(L, &op->w);
+  for (;;) {
+    if (op->step >= PREP_TASK) {
+      int rc = prep_step(L, op, snap_k, 0);
+      if (rc != PREP_CONTINUE) return rc;
+      continue;
+    }
+    switch (op->step) {
+      case S_V2: {
+        /* V2 (and every current SDK): the router snapshots the task */
+        char sid[37];
+        modal_uuid4(sid);
+        modal_TaskSnapshotFilesystemRequest req = {
+          pb_cstr(op->sbx->task_id), pb_cstr(op_strdup(L, op, sid, strlen(sid))), true,
+          SNAPSHOT_TTL };
+        op->step = S_CHECK;
+        return op_call(L, op, "TaskSnapshotFilesystem", MODAL_RPC_ROUTER,
+                       &modal_TaskSnapshotFilesystemRequest_desc, &req,
+                       &modal_TaskSnapshotFilesystemResponse_desc, 65, snap_k);
+      }
+      case S_CHECK: {
+        if (r->code != GRPC_OK) return op_fail(L, op, 1);
+        pb_str id;
+        if (op->sbx->v2) {
+          id = ((const modal_TaskSnapshotFilesystemResponse *)r->resp)->image_id;
+        } else {
+          const modal_SandboxSnapshotFsResponse *f = r->resp;
+          if (f->result && f->result->status != MODAL_STATUS_SUCCESS)
+            return sb_raise(L, LASH_SB_ERROR, "snapshot_failed",
+                            "Modal could not snapshot sandbox %s: %.*s", op->sbx->id,
+                            (int)f->result->exception.n, f->result->exception.p);
+          id = f->image_id;
+        }
+        if (!id.n)
+          return sb_raise(L, LASH_SB_ERROR, "bad_reply",
+                          "Modal snapshotted sandbox %s but sent no image id", op->sbx->id);
+        lua_pushlstring(L, id.p, id.n);
+        return 1;
+      }
+      default:
+        return luaL_error(L, "modal backend: bad snapshot step %d", op->step);
+    }
+  }
+}
+
+static int s_snapshot(lua_State *L) {
+  lua_settop(L, 2);
+  mop *op = op_new(L, 1, "snapshot");
+  modal_sbx *s = op_sbx(L, op, 2);
+  if (s->v2) {
+    op->after_prep = S_V2;
+    op->step = PREP_TASK;
+    return snap_k(L, LUA_OK, (lua_KContext)op);
+  }
+  /* V1: the control plane's SandboxSnapshotFs (V1 only, as the SDKs say) */
+  modal_SandboxSnapshotFsRequest req = { pb_cstr(s->id), 55 };
+  op->step = S_CHECK;
+  return op_call(L, op, "SandboxSnapshotFs", 0, &modal_SandboxSnapshotFsRequest_desc, &req,
+                 &modal_SandboxSnapshotFsResponse_desc, 65, snap_k);
+}
+
+/* ---- list and gc: the sandboxes lash made (tag lash_made_by) ---- */
+
+#define LIST_MAX_PAGES 1000
+
+enum { L_PAGE = 1, L_PAGE_CHECK, L_TERM, L_TERM_CHECK };
+
+static int list_k(lua_State *L, int status, lua_KContext ctx) {
+  /* stack: 1 cfg, 2 op, 3 result list, 4 gc: ids to terminate */
+  mop *op = (mop *)ctx;
+  modal_rpc *r = &op->rpc;
+  const modal_config *cfg = modal_client_config(op->cl);
+  int v2 = cfg->sandbox_v2;
+  (void)status;
+  lash_wait_check(L, &op->w);
+  for (;;) {
+    switch (op->step) {
+      case L_PAGE: {
+        modal_SandboxTag tag = { pb_cstr(MADE_BY_TAG), pb_cstr(MADE_BY_VALUE) };
+        modal_SandboxListRequest req = { .before_timestamp = op->before,
+                                         .environment_name = pb_cstr(cfg->environment),
+                                         .tags = &tag, .tags_n = 1 };
+        op->step = L_PAGE_CHECK;
+        /* SandboxListV2 lists V1 and V2 sandboxes; SandboxList only V1 */
+        return op_call(L, op, v2 ? "SandboxListV2" : "SandboxList", v2 ? MODAL_RPC_V2 : 0,
+                       &modal_SandboxListRequest_desc, &req, &modal_SandboxListResponse_desc,
+                       30, list_k);
+      }
+      case L_PAGE_CHECK: {
+        if (r->code != GRPC_OK) return op_fail(L, op, 0);
+        const modal_SandboxListResponse *resp = r->resp;
+        double now = (double)time(NULL);
+        for (size_t i = 0; i < resp->sandboxes_n; i++) {
+          const modal_SandboxInfo *in = &resp->sandboxes[i];
+          lua_Integer expires = 0;
+          lua_createtable(L, 0, 4);
+          lua_pushlstring(L, in->id.p, in->id.n);
+          lua_setfield(L, -2, "id");
+          lua_createtable(L, 0, (int)in->tags_n);
+          for (size_t j = 0; j < in->tags_n; j++) {
+            const modal_SandboxTag *t = &in->tags[j];
+            if (t->tag_name.n == strlen(LASH_SB_TAG_EXPIRES_AT) &&
+                !memcmp(t->tag_name.p, LASH_SB_TAG_EXPIRES_AT, t->tag_name.n))
+              expires = (lua_Integer)strtoll(t->tag_value.p, NULL, 10);
+            lua_pushlstring(L, t->tag_name.p, t->tag_name.n);
+            lua_pushlstring(L, t->tag_value.p, t->tag_value.n);
+            lua_rawset(L, -3);
+          }
+          lua_setfield(L, -2, "tags");
+          int done = in->task_info && in->task_info->result &&
+                     in->task_info->result->status != MODAL_STATUS_UNSPECIFIED;
+          int expired = expires && expires <= now;
+          lua_pushstring(L, done ? result_status(in->task_info->result->status)
+                                 : expired ? "expired" : "running");
+          lua_setfield(L, -2, "status");
+          if (expires) {
+            lua_pushinteger(L, expires);
+            lua_setfield(L, -2, "expires_at");
+          }
+          if (op->gc && (expired || done)) {
+            lua_getfield(L, -1, "id");
+            lua_rawseti(L, 4, (lua_Integer)lua_rawlen(L, 4) + 1);
+          }
+          lua_rawseti(L, 3, (lua_Integer)lua_rawlen(L, 3) + 1);
+        }
+        if (resp->sandboxes_n && ++op->pages < LIST_MAX_PAGES) {
+          double last = resp->sandboxes[resp->sandboxes_n - 1].created_at;
+          if (last > 0 && (op->before == 0 || last < op->before)) {
+            op->before = last;
+            op->step = L_PAGE;
+            continue;
+          }
+        }
+        if (!op->gc) { lua_settop(L, 3); return 1; }
+        op->idx = 0;
+        op->step = L_TERM;
+        continue;
+      }
+      case L_TERM: {
+        /* gc: terminate the expired ones Modal still lists */
+        if (op->idx >= (int)lua_rawlen(L, 4)) { lua_settop(L, 4); return 1; }
+        lua_rawgeti(L, 4, op->idx + 1);
+        op->sbx = modal_client_sbx(op->cl, lua_tostring(L, -1));
+        lua_pop(L, 1);   /* the string stays in the table */
+        if (!op->sbx) luaL_error(L, "modal backend: out of memory");
+        modal_SandboxTerminateRequest req = { pb_cstr(op->sbx->id) };
+        op->step = L_TERM_CHECK;
+        return SBX_CALL(L, op, op->sbx, "SandboxTerminate", &modal_SandboxTerminateRequest_desc,
+                        &req, &modal_SandboxTerminateResponse_desc, 30, list_k);
+      }
+      case L_TERM_CHECK:
+        if (r->code != GRPC_OK && r->code != GRPC_NOT_FOUND) return op_fail(L, op, 0);
+        op->idx++;
+        op->step = L_TERM;
+        continue;
+      default:
+        return luaL_error(L, "modal backend: bad list step %d", op->step);
+    }
+  }
+}
+
+static int list_start(lua_State *L, int gc) {
+  lua_settop(L, 1);
+  mop *op = op_new(L, 1, gc ? "gc" : "list");   /* 2 */
+  lua_newtable(L);                              /* 3 */
+  lua_newtable(L);                              /* 4 */
+  op->gc = gc;
+  op->step = L_PAGE;
+  return list_k(L, LUA_OK, (lua_KContext)op);
+}
+
+static int s_list(lua_State *L) { return list_start(L, 0); }
+static int s_gc(lua_State *L) { return list_start(L, 1); }
+
 const lash_sandbox_backend lash_sandbox_backend_modal = {
   "modal", create_options, config_options, NULL,
   s_create, s_exec, s_stat, s_read_file, s_write_file, s_list_dir,
   s_read_tags, s_write_tags, s_poll, s_destroy,
-  NULL, NULL, NULL, s_probe
+  NULL, s_list, s_gc, s_probe, s_snapshot
 };

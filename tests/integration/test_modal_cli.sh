@@ -46,6 +46,26 @@ ok $? "write from stdin (parents created)"
 "$LASH" sandbox tags "$id" --backend modal | grep -q '^step=1$'; ok $? "tags show the create tag"
 "$LASH" sandbox read "$id" --backend modal nope 2>/dev/null
 [ $? = 1 ]; ok $? "a missing file exits 1"
+snap=$("$LASH" sandbox snapshot "$id" --backend modal); ok $? "snapshot prints an image id ($snap)"
+fork=$("$LASH" sandbox create --backend modal --from-snapshot "$snap" --workdir /work)
+[ "$("$LASH" sandbox read "$fork" --backend modal in/file.txt)" = "data" ]; ok $? "create --from-snapshot starts from it"
+"$LASH" sandbox list --backend modal >"$state/list"
+grep -q "^$id	running" "$state/list" && grep -q "^$fork	running" "$state/list"
+ok $? "list --backend modal shows both"
+"$LASH" sandbox destroy "$fork" --backend modal; ok $? "destroy the fork"
+big=$("$LASH" sandbox create --backend modal --image python:3.11-slim --app cli-app --cpu 2 \
+        --memory 1024 --idle-timeout 120)
+ok $? "create with Modal's options"
+/usr/bin/python3 - "$state/calls.jsonl" <<'PY'
+import json, sys
+calls = [json.loads(l) for l in open(sys.argv[1])]
+d = [c for c in calls if c["method"] == "SandboxCreateV2"][-1]["request"]["definition"]
+assert d["idle_timeout_secs"] == 120 and d["resources"] == {"milli_cpu": 2000, "memory_mb": 1024}, d
+assert [c for c in calls if c["method"] == "AppGetOrCreate"][-1]["request"]["app_name"] == "cli-app"
+assert [c for c in calls if c["method"] == "ImageGetOrCreate"][-1]["request"]["image"]["dockerfile_commands"] == ["FROM python:3.11-slim"]
+PY
+ok $? "--image --app --cpu --memory --idle-timeout reach Modal"
+"$LASH" sandbox destroy "$big" --backend modal; ok $? "destroy it"
 "$LASH" sandbox destroy "$id" --backend modal; ok $? "destroy"
 "$LASH" sandbox destroy "$id" --backend modal; ok $? "destroy again is fine"
 "$LASH" sandbox exec "$id" --backend modal -- true 2>"$state/err"

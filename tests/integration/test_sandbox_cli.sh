@@ -138,5 +138,27 @@ check "isolation none without --network on is refused, naming the fix (1)" \
   test "$rc" = 1 -a -n "$(grep 'network = "on"' "$work/err")"
 check "--help documents the exit codes" sh -c "$LASH sandbox --help | grep -q '^exit codes:'"
 
+# snapshots: prepare one workspace, fork it into several sandboxes
+P=$(sb create)
+printf 'prepared\n' | sb write "$P" input/data.txt
+SNAP=$(sb snapshot "$P"); rc=$?
+check "snapshot prints a snapshot id ($SNAP)" test "$rc" = 0 -a -n "$(echo "$SNAP" | grep '^ls-')"
+printf 'later\n' | sb write "$P" input/data.txt
+F1=$(sb create --from-snapshot "$SNAP"); F2=$(sb create --from-snapshot "$SNAP")
+check "a fork starts from the snapshot, not from later changes" \
+  test "$(sb read "$F1" input/data.txt)" = prepared
+sb exec "$F1" -- sh -c 'echo mine > input/data.txt' >/dev/null
+check "forks diverge on their own" test "$(sb read "$F2" input/data.txt)" = prepared
+sb create --from-snapshot ls-aaaaaaaaaaaaaaaaaaaa >/dev/null 2>"$work/err"; rc=$?
+check "an unknown snapshot is refused, saying where snapshots come from (1)" \
+  test "$rc" = 1 -a -n "$(grep 'lash sandbox snapshot ID' "$work/err")"
+sb create --idle-timeout 60 >/dev/null 2>"$work/err"; rc=$?
+check "the local backend refuses --idle-timeout it cannot enforce" \
+  test "$rc" = 2 -a -n "$(grep 'cannot enforce idle_timeout' "$work/err")"
+sb create --gpu a10g >/dev/null 2>"$work/err"; rc=$?
+check "a Modal-only option is refused on the local backend, naming it" \
+  test "$rc" = 2 -a -n "$(grep 'does not take the option gpu' "$work/err")"
+for x in "$P" "$F1" "$F2"; do sb destroy "$x"; done
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

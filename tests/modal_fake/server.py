@@ -47,6 +47,8 @@ name, or "*") until `count` matches are used up (default 1):
      minted so far stops working (the call then fails UNAUTHENTICATED)
   {"id": "k", "method": "TaskExecWait", "kind": "expire_router_tokens"}  likewise for
      router JWTs
+  {"id": "l", "method": "SandboxListV2", "kind": "stale_expiry"}  the listed sandboxes'
+     lash_expires_at tags read "1" (long past), as for a sandbox Modal failed to end
 Method names may end with "*" (prefix match). Rules with "match": {"field": value}
 apply only when the request's top-level field has that value.
 """
@@ -215,6 +217,8 @@ try:
                 sys.stdout.buffer.write(b)
     elif op == "WriteFile":
         if os.path.isdir(p): fail("IsDirectory", "Is a directory")
+        try: os.makedirs(os.path.dirname(p), exist_ok=True)   # WriteFile makes parents
+        except (FileExistsError, NotADirectoryError): fail("NotDirectory", "Not a directory")
         with open(p, "wb") as f:
             while True:
                 b = sys.stdin.buffer.read(1 << 16)
@@ -410,6 +414,9 @@ class Sandbox:
         self.fs = os.path.join(server.state, "sandboxes", sid, "fs")
         for name in self.writable_tops():
             os.makedirs(os.path.join(self.fs, name), exist_ok=True)
+        snap = server.images.get(definition.image_id, {}).get("snapshot")
+        if snap:   # an image made by a filesystem snapshot: its files come back
+            shutil.copytree(snap, self.fs, symlinks=True, dirs_exist_ok=True)
         self.prepare_dir(self.workdir)
         self.expiry = threading.Timer(self.timeout, self.finish, args=(GS.GENERIC_STATUS_TIMEOUT, "Sandbox timed out"))
         self.expiry.daemon = True
@@ -843,7 +850,75 @@ class Fake:
     def SandboxTagsGetV2(self, req, md, ctx):
         return self._tags_get(req, True)
 
+    def _list(self, req, v2):
+        """SandboxList lists V1 sandboxes only; SandboxListV2 both (as Modal's
+        _experimental_list says). Newest first, pages of 3 by before_timestamp,
+        every tag in req.tags must match (name and value)."""
+        want = [(t.tag_name, t.tag_value) for t in req.tags]
+        stale = self.faults.take("SandboxListV2" if v2 else "SandboxList", "stale_expiry", req)
+        with self.lock:
+            sbs = list(self.sandboxes.values())
+        out = []
+        for sb in sorted(sbs, key=lambda x: -x.created):
+            if not v2 and sb.v2:
+                continue
+            if req.app_id and sb.app_id != req.app_id:
+                continue
+            if not req.include_finished and not sb.running:
+                continue
+            if req.before_timestamp and sb.created >= req.before_timestamp:
+                continue
+            if any(t not in sb.tags for t in want):
+                continue
+            info = API.SandboxInfo(id=sb.id, created_at=sb.created, app_id=sb.app_id,
+                                   timeout_secs=sb.timeout,
+                                   tags=[API.SandboxTag(tag_name=k, tag_value="1" if stale and k == "lash_expires_at" else v)
+                                         for k, v in sb.tags])
+            info.task_info.id = sb.task_id
+            if sb.result is not None:
+                info.task_info.result.CopyFrom(sb.result)
+            out.append(info)
+            if len(out) == 3:
+                break
+        return API.SandboxListResponse(sandboxes=out)
+
+    def SandboxList(self, req, md, ctx):
+        return self._list(req, False)
+
+    def SandboxListV2(self, req, md, ctx):
+        return self._list(req, True)
+
+    def snapshot(self, sb):
+        """Copy sb's files into a new image (content: the writable trees)."""
+        iid = "im-" + rand(BASE62, 22)
+        dst = os.path.join(self.state, "images", iid)
+        shutil.copytree(sb.fs, dst, symlinks=True)
+        with self.lock:
+            self.images[iid] = {"built_at": 0, "fail": False, "cmds": ["snapshot of " + sb.id],
+                                "snapshot": dst}
+        return iid
+
+    def SandboxSnapshotFs(self, req, md, ctx):
+        # V1 only, as Modal's SDKs say (_ensure_v1 before SandboxSnapshotFs)
+        sb = self.sandbox(req.sandbox_id, False, need_running=True)
+        iid = self.snapshot(sb)
+        return API.SandboxSnapshotFsResponse(image_id=iid, result=GS(status=GS.GENERIC_STATUS_SUCCESS))
+
     # -- router -----------------------------------------------------------
+
+    def TaskSnapshotFilesystem(self, req, md, ctx):
+        sb = self.router_auth(req, md)
+        if not req.snapshot_id:
+            raise Abort(grpc.StatusCode.INVALID_ARGUMENT, "snapshot_id is required")
+        if not req.HasField("ttl_seconds") or (req.ttl_seconds <= 0 and req.ttl_seconds != -1):
+            raise Abort(grpc.StatusCode.INVALID_ARGUMENT, "ttl_seconds must be set (>0, or -1)")
+        with sb.lock:
+            done = getattr(sb, "snapshots", {}).get(req.snapshot_id)
+        if done is None:
+            done = self.snapshot(sb)
+            with sb.lock:
+                sb.snapshots = dict(getattr(sb, "snapshots", {}), **{req.snapshot_id: done})
+        return TCR.TaskSnapshotFilesystemResponse(image_id=done)
 
     def router_auth(self, req, md):
         auth = md.get("authorization", "")

@@ -481,8 +481,38 @@ static void test_regenerate(void) {
     T_EQ_INT(code, 0, "golden files regenerate identically from the .proto subset");
 }
 
+/* lash's tables against Modal's real protos (tests/modal_fake/upstream,
+** pinned commit in its PINNED file): every field lash declares must exist
+** there with the same number, name, type, label and oneof. */
+static void test_upstream(void) {
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    T_OK(1, "C tables match Modal's real protos # SKIP /usr/bin/python3 missing");
+    return;
+  }
+  pb_buf all;
+  pb_buf_init(&all);
+  for (size_t i = 0; modal_all_descs[i]; i++) describe(modal_all_descs[i], &all);
+  char path[] = "/tmp/lash-upstream-XXXXXX";
+  int fd = mkstemp(path);
+  T_OK(fd >= 0, "temp file for the table dump");
+  if (fd < 0) { pb_buf_free(&all); return; }
+  T_OK(write(fd, all.p, all.n) == (ssize_t)all.n, "table dump written");
+  close(fd);
+  pb_buf_free(&all);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/modal_fake/upstream_check.py %s 2>&1", path);
+  int rc = system(cmd);
+  unlink(path);
+  int code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  if (code == 77)
+    T_OK(1, "C tables match Modal's real protos # SKIP protoc or python3-protobuf missing");
+  else
+    T_EQ_INT(code, 0, "C tables match Modal's real protos field by field (modal-client, pinned)");
+}
+
 int main(void) {
   test_tables();
+  test_upstream();
   test_golden();
   test_doc_vectors();
   test_semantics();

@@ -72,7 +72,7 @@ local REUSE_CEILING = 300
 -- Capability options that are not backend options.
 local OWN = {
   backend = true, sandbox_id = true, session = true, attach_to = true, owner = true,
-  sandbox_timeout = true, workdir = true, env = true, network = true,
+  sandbox_timeout = true, workdir = true, env = true, network = true, from_snapshot = true,
   default_command_timeout = true, max_command_timeout = true, max_output_bytes = true,
   max_output_lines = true, max_read_bytes = true, instructions = true, log = true,
 }
@@ -87,7 +87,7 @@ local BACKEND_NAMED = {
 -- Creation-only options, in the order messages list them (backend
 -- create options follow, sorted).
 local CREATION = { "image", "rootfs", "app_name", "create_app_if_missing", "sandbox_timeout", "workdir", "env",
-                   "network" }
+                   "network", "from_snapshot" }
 
 local function show(v)
   local t = type(v)
@@ -126,10 +126,10 @@ end
 local function positive_integer(opts, name)
   local v = opts[name]
   if v == nil then return end
-  if type(v) ~= "number" or v ~= v or v <= 0 or v == math.huge or v ~= math.floor(v) then
+  -- an exact integer, as the reference's `int` check: 300.0 is refused
+  if math.type(v) ~= "integer" or v <= 0 then
     fail(name .. " must be a positive integer, got " .. show(v) .. ".")
   end
-  opts[name] = math.tointeger(v)
 end
 
 local function check_types(o)
@@ -142,10 +142,9 @@ local function check_types(o)
   end
   local m = o.max_command_timeout
   if m ~= nil then
-    if type(m) ~= "number" or m ~= m or m <= 0 or m == math.huge or m ~= math.floor(m) then
+    if math.type(m) ~= "integer" or m <= 0 then
       fail("max_command_timeout must be a positive integer or nil, got " .. show(m) .. ".")
     end
-    o.max_command_timeout = math.tointeger(m)
   end
   if o.instructions ~= nil and type(o.instructions) ~= "string" then
     fail("instructions must be a string or nil, got " .. show(o.instructions)
@@ -464,6 +463,7 @@ local function backend_options(cap, creating)
   if creating then
     t.timeout = o.sandbox_timeout
     t.workdir, t.env, t.network = o.workdir, o.env, o.network
+    t.from_snapshot = o.from_snapshot   -- a prepared workspace to start from
   end
   -- what an untrusted spec built is checked again at the call, however its
   -- fields were changed since
@@ -556,11 +556,10 @@ end
 -- @tparam[opt] number requested `timeout_seconds` (checked)
 function Run:deadline(requested)
   local cap, o = self.cap, self.opts
-  local ceiling = cap.ceiling
-  if cap.mode ~= "owned" and o.max_command_timeout == nil and self.expires_mono then
-    ceiling = math.huge   -- the lifetime left is known: use it instead of 300
-  end
-  local d = fmt.deadline(requested or o.default_command_timeout, ceiling)
+  -- the ceiling the instructions state (300 s when reused, unless set),
+  -- then the lifetime left when known, as the reference harness does: a
+  -- stated limit is never exceeded
+  local d = fmt.deadline(requested or o.default_command_timeout, cap.ceiling)
   if self.expires_mono then
     local cut = math.max(1, math.floor(self.expires_mono - M.clock.mono()))
     if d > cut then d = math.tointeger(cut) or cut end

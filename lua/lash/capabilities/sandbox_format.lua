@@ -87,7 +87,8 @@ end
 function M.check_timeout(t)
   if t == nil then return nil end
   if not (t > 0) or t == math.huge then
-    return "timeout_seconds must be greater than 0, got " .. M.number(t) .. "."
+    -- the reference takes timeout_seconds as a float: 0 reads "0.0"
+    return "timeout_seconds must be greater than 0, got " .. M.number(t + 0.0) .. "."
   end
   return nil
 end
@@ -183,14 +184,10 @@ end
 -- @treturn[2] string a retry message
 function M.file_window(data, o)
   local offset, limit = o.offset, o.limit
-  if (offset ~= nil and offset < 1) or (limit ~= nil and limit < 1) then
-    local total = #line_starts(data)
-    if offset ~= nil and offset < 1 then
-      return nil, "offset must be >= 1 (lines are 1-indexed), got " .. M.number(offset) .. "; the file has "
-        .. plural(total, "line") .. "."
-    end
-    return nil, "limit must be >= 1, got " .. M.number(limit) .. "; the file has " .. plural(total, "line") .. "."
+  if offset ~= nil and offset < 1 then
+    return nil, "offset must be >= 1 (lines are 1-indexed), got " .. M.number(offset)
   end
+  if limit ~= nil and limit < 1 then return nil, "limit must be >= 1, got " .. M.number(limit) end
   if not output.is_utf8(data) then return nil, M.NOT_UTF8 end
   local starts = line_starts(data)
   local total = #starts
@@ -321,14 +318,15 @@ function M.network_text(p)
   local hosts, cidrs = p.allow_egress_to or {}, p.allow_egress_to_cidrs or {}
   local h, c = #hosts > 0 and table.concat(hosts, ", "), #cidrs > 0 and table.concat(cidrs, ", ")
   if h and c then
-    return "This sandbox can reach only these hosts, over HTTPS on port 443 only: " .. h .. "; and these "
-      .. "address ranges, on any port: " .. c .. ". Anything else fails, and so does plain HTTP to the hosts."
+    return "This sandbox reaches only these hosts, over HTTPS on port 443 only: " .. h .. "; and these "
+      .. "address ranges, on any port: " .. c .. ". Anything else will fail, and so will plain HTTP to "
+      .. "the hosts."
   elseif h then
-    return "This sandbox can reach only these hosts, over HTTPS on port 443 only: " .. h .. ". Anything "
+    return "This sandbox reaches only these hosts, over HTTPS on port 443 only: " .. h .. ". Anything "
       .. "else, and plain HTTP to any host, will fail."
   elseif c then
-    return "This sandbox can reach only these address ranges, on any port: " .. c .. ". Hostnames still "
-      .. "resolve, but only those addresses answer."
+    return "This sandbox reaches only these address ranges, on any port: " .. c .. ". Hostnames still "
+      .. "resolve, but only those addresses answer. Anything else will fail."
   end
   return "This sandbox has NO network access, including DNS, so installing packages or downloading "
     .. "anything will fail. Work with what the image already has."

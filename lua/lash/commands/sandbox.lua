@@ -22,8 +22,13 @@ M.usage = [[
 usage: lash sandbox <subcommand> [options]
 
   create [--owner O] [--timeout S] [--network off|on] [--tag k=v]...
-         [--env K=V]... [--workdir DIR] [--rootfs DIR] [--isolation bwrap|none]
-         [--limit name=N]...          create a sandbox, print its id
+         [--env K=V]... [--workdir DIR] [--from-snapshot S]
+         local: [--rootfs DIR] [--isolation bwrap|none] [--limit name=N]...
+         modal: [--image TAG] [--app NAME] [--cpu N] [--memory MIB]
+                [--gpu TYPE|TYPE:N] [--idle-timeout S]
+                                      create a sandbox, print its id
+  snapshot ID                         snapshot its files, print the snapshot id
+                                      (create --from-snapshot starts from it)
   exec ID [--timeout S] [--max-output-bytes N] [--cwd DIR] [--env K=V]...
           [--stdin] -- CMD [ARGS...]  run a command; its stdout and stderr are
                                       printed (tails kept) and its exit code
@@ -36,7 +41,8 @@ usage: lash sandbox <subcommand> [options]
   attach ID --owner O [--holder H]    claim the sandbox (holder defaults to O)
   release ID --holder H               clear holder's claim
   destroy ID                          destroy it (a sandbox already gone is fine)
-  list [--json]                       the sandboxes under the state root
+  list [--json]                       local: the sandboxes under the state root;
+                                      modal: the running sandboxes lash made
   gc                                  remove expired sandboxes, print their ids
 
 common options: --backend local|modal (default local), --state-root DIR
@@ -158,7 +164,9 @@ function sub.create(args, cli)
   local opts, pos = parse(cli, args, with_common {
     owner = "value", timeout = "value", network = "value", tag = "list",
     env = "list", workdir = "value", rootfs = "value", isolation = "value",
-    limit = "list",
+    limit = "list", ["from-snapshot"] = "value",
+    image = "value", app = "value", cpu = "value", memory = "value", gpu = "value",
+    ["idle-timeout"] = "value",
   })
   if #pos > 0 then usage(cli, "create takes no positional arguments") end
   local spec = backend_opts(opts)
@@ -173,6 +181,14 @@ function sub.create(args, cli)
   spec.workdir = opts.workdir
   spec.rootfs = opts.rootfs
   spec.isolation = opts.isolation
+  spec.from_snapshot = opts["from-snapshot"]
+  -- Modal's create options (the backend refuses them elsewhere, naming them)
+  spec.image = opts.image
+  spec.app_name = opts.app
+  spec.cpu = opts.cpu and number(cli, opts.cpu, "--cpu")
+  spec.memory = opts.memory and integer(cli, opts.memory, "--memory")
+  spec.gpu = opts.gpu
+  spec.idle_timeout = opts["idle-timeout"] and integer(cli, opts["idle-timeout"], "--idle-timeout")
   if opts.limit then
     spec.limits = {}
     for k, v in pairs(pairs_list(cli, opts.limit, "--limit")) do
@@ -182,6 +198,13 @@ function sub.create(args, cli)
   local lash = require "lash"
   -- the sandbox outlives this process: its lifetime (--timeout) ends it
   cli.out(lash.sandbox.create(spec):detach(), "\n")
+  return EXIT.ok
+end
+
+function sub.snapshot(args, cli)
+  local opts, pos = parse(cli, args, with_common {})
+  if #pos > 1 then usage(cli, "snapshot takes one sandbox id") end
+  cli.out(open(pos, opts, cli, "snapshot"):snapshot(), "\n")
   return EXIT.ok
 end
 
