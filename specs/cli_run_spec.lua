@@ -105,12 +105,12 @@ describe("lash run", function()
 
   it("reports a spec that does not load", function()
     local _, err, code = cli.run { "run", "examples/nope.lua", "x" }
-    assert.equal(1, code)
+    assert.equal(6, code)
     assert.matches("^lash run: cannot load the spec: cannot open examples/nope.lua", err)
     local bad = cli.spec [[return lash.agent { modle = "test" }]]
     _, err, code = cli.run { "run", bad, "x" }
     os.remove(bad)
-    assert.equal(1, code)
+    assert.equal(6, code)
     assert.matches("unknown field 'modle'", err, 1, true)
   end)
 
@@ -128,7 +128,7 @@ describe("lash run", function()
   it("explains a missing API key", function()
     local _, err, code = cli.run({ "run", "examples/test_model.lua", "x", "--model", "anthropic:claude-sonnet-4-6" },
                                  "ANTHROPIC_API_KEY=")
-    assert.equal(1, code)
+    assert.equal(6, code)
     assert.equal("lash run: config: ANTHROPIC_API_KEY is not set: export it (or pass api_key = ... in the model "
       .. "options) to use anthropic:claude-sonnet-4-6\n", err)
   end)

@@ -51,7 +51,7 @@ sb exec "$ID" -- no-such-command-lash 2>"$work/err"; rc=$?
 check "a command that cannot start exits 125, saying why" \
   test "$rc" = 125 -a -n "$(grep 'could not start' "$work/err")"
 sb exec lb-aaaaaaaaaaaaaaaaaaaa -- true 2>/dev/null; rc=$?
-check "exec in a sandbox that does not exist exits 125" test "$rc" = 125
+check "exec in a sandbox that does not exist exits 3 (unavailable)" test "$rc" = 3
 
 # files
 printf 'bin\000ary\nbytes' | sb write "$ID" /workspace/data/in.bin; rc=$?
