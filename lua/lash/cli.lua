@@ -83,7 +83,7 @@ end
 
 --- Raise a usage error: printed as one line and a pointer to the help, exit code 2.
 function cli.usage_error(msg)
-  error(setmetatable({ usage = true, kind = "usage", message = msg }, {
+  error(setmetatable({ cli_usage = true, kind = "usage", message = msg }, {
     __tostring = function(e) return e.message end,
   }), 0)
 end
@@ -91,7 +91,7 @@ end
 --- The outcome for an error: `{kind=, exit_code=, message=, error=}`.
 -- @param e an error object (`kind`, `message`), a usage error or a string
 function cli.outcome(e)
-  if type(e) == "table" and e.usage then
+  if type(e) == "table" and e.cli_usage then
     return { kind = "usage", exit_code = cli.EXIT.usage, message = e.message }
   end
   local kind = type(e) == "table" and KIND[e.kind] or "error"
@@ -257,7 +257,7 @@ function cli.main(argv, host)
   local o
   local bound, berr = shutdown_bound(args)
   if not bound then
-    o = cli.outcome({ usage = true, message = berr })
+    o = cli.outcome({ cli_usage = true, message = berr })
   else
     if cmd.signals and host and host.trap then
       local ok, terr = host.trap(bound)

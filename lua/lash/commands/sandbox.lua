@@ -334,7 +334,7 @@ function M.main(args, cli)
   local lash = require "lash"
   local ok, res = lash.spawn(function() return pcall(fn, rest, cli) end):join()
   if ok then return res end
-  if type(res) == "table" and res.usage then error(res, 0) end
+  if type(res) == "table" and res.cli_usage then error(res, 0) end
   local kind = type(res) == "table" and res.kind
   -- a plain string is the binding refusing a bad value: bad input
   if not kind and type(res) == "string" then
