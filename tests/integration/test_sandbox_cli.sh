@@ -103,7 +103,7 @@ check "list shows it with its owner and holder" \
 SHORT=$(sb create --timeout 1)
 sleep 1.2
 sb exec "$SHORT" -- true 2>"$work/err"; rc=$?
-check "an expired sandbox refuses commands (125, expired)" test "$rc" = 125 -a -n "$(grep expired "$work/err")"
+check "an expired sandbox refuses commands (3, expired)" test "$rc" = 3 -a -n "$(grep expired "$work/err")"
 sb tags "$SHORT" >/dev/null 2>&1; rc=$?
 check "  and other operations with exit 3 (unavailable)" test "$rc" = 3
 check "gc removes it and prints its id" test "$(sb gc)" = "$SHORT"
