@@ -86,7 +86,7 @@ AIRFLOW_CTX_DAG_ID=etl AIRFLOW_CTX_DAG_RUN_ID=manual__2026-01-01 AIRFLOW_CTX_TAS
 check "an Airflow task of the DAG run that created the sandbox attaches without --owner" "$rc" "0"
 err=$(AIRFLOW_CTX_DAG_ID=etl AIRFLOW_CTX_DAG_RUN_ID=scheduled__2026-01-02 AIRFLOW_CTX_TASK_ID=analyse \
   "$LASH" run examples/pipeline/analyse.lua "Analyse the orders." --attach "$H" 2>&1 >/dev/null); rc=$?
-check "a task of another DAG run is refused" "$rc" "1"
+check "a task of another DAG run is refused (exit 5)" "$rc" "5"
 contains "naming both owners" "$err" "is not owned by 'etl/scheduled__2026-01-02': it carries owner 'etl/manual__2026-01-01'"
 "$LASH" sandbox destroy "$H"
 check "nothing is left at the end" "$("$LASH" sandbox list)" ""
