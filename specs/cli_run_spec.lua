@@ -43,9 +43,11 @@ describe("lash run", function()
       types[i] = ev.type
     end
     assert.same({ "run_start", "model_request", "usage", "tool_call", "tool_call", "tool_result", "tool_result",
-                  "model_request", "text_delta", "text_delta", "usage", "run_end" }, types)
-    local last = json.decode(lines(out)[#lines(out)])
-    assert.equal('{"greet":"hello, a","pick":"red"}', last.output)
+                  "model_request", "text_delta", "text_delta", "usage", "run_end", "exit" }, types)
+    local all = lines(out)
+    assert.equal('{"greet":"hello, a","pick":"red"}', json.decode(all[#all - 1]).output)
+    local last = json.decode(all[#all])
+    assert.same({ type = "exit", kind = "ok", exit_code = 0, stop_reason = "complete" }, last)
   end)
 
   it("prints --json events with their keys sorted, so two runs can be diffed", function()
@@ -66,9 +68,9 @@ describe("lash run", function()
     assert.matches('{"greet":"hello, a","pick":"red"}', out, 1, true)
   end)
 
-  it("exits 1 with the limit named when --max-steps is reached", function()
+  it("exits 8 (a limit) with the limit named when --max-steps is reached", function()
     local out, err, code = cli.run { "run", "examples/hello_tools.lua", "x", "--max-steps", "1" }
-    assert.equal(1, code)
+    assert.equal(8, code)  -- a limit
     assert.equal("lash run: limit: max_steps limit of 1 reached: 1 model request made without a final answer\n", err)
   end)
 
@@ -95,7 +97,7 @@ describe("lash run", function()
       model = function(m) if #m == 1 then return { tool_calls = { { name = "rm", id = "c1" } } } end
                           return m[#m].parts[1].content end }]]
     local out, err, code = cli.run { "run", spec, "x" }
-    assert.equal(1, code)
+    assert.equal(9, code)  -- stopped for approval
     assert.equal("lash run: stopped: 1 tool call(s) need approval (run with --yes to allow them)\n", err)
     assert.matches("c1 rm", out, 1, true)
     out, err, code = cli.run { "run", spec, "x", "--yes" }
@@ -117,12 +119,12 @@ describe("lash run", function()
 
   it("reports a spec that does not load", function()
     local _, err, code = cli.run { "run", "examples/nope.lua", "x" }
-    assert.equal(1, code)
+    assert.equal(6, code)
     assert.matches("^lash run: cannot load the spec: cannot open examples/nope.lua", err)
     local bad = cli.spec [[return lash.agent { modle = "test" }]]
     _, err, code = cli.run { "run", bad, "x" }
     os.remove(bad)
-    assert.equal(1, code)
+    assert.equal(6, code)
     assert.matches("unknown field 'modle'", err, 1, true)
   end)
 
@@ -140,7 +142,7 @@ describe("lash run", function()
   it("explains a missing API key", function()
     local _, err, code = cli.run({ "run", "examples/test_model.lua", "x", "--model", "anthropic:claude-sonnet-4-6" },
                                  "ANTHROPIC_API_KEY=")
-    assert.equal(1, code)
+    assert.equal(6, code)
     assert.equal("lash run: config: ANTHROPIC_API_KEY is not set: export it (or pass api_key = ... in the model "
       .. "options) to use anthropic:claude-sonnet-4-6\n", err)
   end)

@@ -119,7 +119,10 @@ lash_State *lash_attach(lua_State *L, const lash_Options *opts);
 ** destroyed), then free everything but the lash_Run handles the host has
 ** not freed: those stay readable (status, result; cancelled if they were
 ** still going) and answer everything else with LASH_EGONE. Delivers no
-** callbacks. NULL is a no-op. LASH_EBUSY inside a callback. */
+** callbacks. NULL is a no-op. LASH_EBUSY inside a callback.
+** lash installs no signal handling; to stop on a signal, note it in your
+** handler and call lash_run_cancel or lash_close from your loop: both are
+** async-signal-unsafe (never call them from a signal handler). */
 int lash_close(lash_State *S);
 
 /* The state's Lua state, for hosts that want to push their own values. */
@@ -306,7 +309,7 @@ int lash_run_result(const lash_Run *run, const char **output,
 
 /* Cancel the run: its current wait ends with a "cancelled" error, its
 ** toolsets close, and it ends as LASH_RUN_CANCELLED after the next step(s).
-** LASH_EGONE if it had ended already. */
+** LASH_EGONE if it had ended already. Async-signal-unsafe (see lash_close). */
 int lash_run_cancel(lash_Run *run);
 
 /* Answer an approval_request event of this run: allow, or deny with

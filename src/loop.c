@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -296,6 +297,68 @@ int lash_child_kill(lash_child *c, int sig) {
   if (syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) != 0)
     return -errno;
   return 0;
+}
+
+/* ---- signals ------------------------------------------------------- */
+
+static void on_signalfd(lash_loop *loop, lash_io *io, unsigned events) {
+  lash_signal *s = io->data;
+  struct signalfd_siginfo si;
+  (void)events;
+  while (s->fd >= 0 && read(s->fd, &si, sizeof si) == (ssize_t)sizeof si)
+    s->cb(loop, s, (int)si.ssi_signo);
+}
+
+int lash_signal_start(lash_loop *loop, lash_signal *s, const int *sigs,
+                      int n, lash_signal_cb cb, void *data) {
+  struct epoll_event ee;
+  int i, err;
+  memset(s, 0, sizeof *s);
+  s->fd = -1;
+  sigemptyset(&s->mask);
+  for (i = 0; i < n; i++) sigaddset(&s->mask, sigs[i]);
+  if (sigprocmask(SIG_BLOCK, &s->mask, &s->prev) != 0) return -errno;
+  s->fd = signalfd(-1, &s->mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (s->fd < 0) goto fail;
+  s->cb = cb;
+  s->data = data;
+  /* Added by hand, like the notification fds: a signal watcher must not
+  ** keep the loop alive, or lash.run() would never return. */
+  memset(&ee, 0, sizeof ee);
+  ee.events = EPOLLIN;
+  ee.data.ptr = &s->io;
+  if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, s->fd, &ee) != 0) goto fail;
+  s->io.fd = s->fd;
+  s->io.events = LASH_READ;
+  s->io.active = 1;
+  s->io.cb = on_signalfd;
+  s->io.data = s;
+  return 0;
+fail:
+  err = errno;
+  if (s->fd >= 0) close(s->fd);
+  s->fd = -1;
+  sigprocmask(SIG_SETMASK, &s->prev, NULL);
+  return -err;
+}
+
+void lash_signal_stop(lash_loop *loop, lash_signal *s) {
+  if (s->fd < 0) return;
+  if (loop && s->io.active) {
+    epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+    for (int i = 0; i < loop->batch_len; i++)
+      if (loop->batch[i].data.ptr == &s->io) loop->batch[i].data.ptr = NULL;
+  }
+  s->io.active = 0;
+  {
+    /* what arrived and was not read is dropped, not delivered with its
+    ** default action (death) the moment the mask is restored */
+    struct signalfd_siginfo si;
+    while (read(s->fd, &si, sizeof si) == (ssize_t)sizeof si) {}
+  }
+  close(s->fd);
+  s->fd = -1;
+  sigprocmask(SIG_SETMASK, &s->prev, NULL);
 }
 
 /* ---- libcurl ------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #define lash_loop_h
 
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <curl/curl.h>
 
@@ -82,6 +83,33 @@ int  lash_child_start(lash_loop *loop, lash_child *c, pid_t pid,
 void lash_child_stop(lash_loop *loop, lash_child *c);
 /* Send a signal through the pidfd (safe against pid reuse). */
 int  lash_child_kill(lash_child *c, int sig);
+
+/* ---- signals ------------------------------------------------------- */
+
+/* Signals read on the loop through a signalfd, for a program that owns the
+** process (the CLI host): no handler runs, the callback is an ordinary loop
+** callback. Starting blocks the signals in the calling thread (so start it
+** before any thread exists: threads inherit the mask) and stopping restores
+** the previous mask. Children lash spawns reset their mask before exec. The
+** watcher does not keep the loop alive. The library never starts one by
+** itself: embedding hosts keep their own signal handling. */
+typedef struct lash_signal lash_signal;
+typedef void (*lash_signal_cb)(lash_loop *loop, lash_signal *s, int signo);
+
+struct lash_signal {
+  int fd;                /* the signalfd, -1 when stopped */
+  lash_io io;
+  sigset_t mask, prev;
+  lash_signal_cb cb;
+  void *data;
+};
+
+/* Watch signals sigs[0..n-1]. Returns 0 or -errno. */
+int  lash_signal_start(lash_loop *loop, lash_signal *s, const int *sigs,
+                       int n, lash_signal_cb cb, void *data);
+/* Stop watching, close the fd and restore the signal mask; idempotent. A
+** loop already freed is passed as NULL. */
+void lash_signal_stop(lash_loop *loop, lash_signal *s);
 
 /* ---- libcurl multi ------------------------------------------------- */
 

@@ -310,9 +310,10 @@ int lash_task_cancel(lash_task *t) {
   return 1;
 }
 
-void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms) {
+void lash_runtime_cancel_tasks(lash_runtime *rt) {
   lua_State *L = rt->L;
-  uint64_t deadline = lash_now_ns() + (uint64_t)grace_ms * 1000000u;
+  /* lash_task_cancel only marks and queues (it resumes nothing), so the
+  ** table is not changed while we walk it */
   lua_rawgeti(L, LUA_REGISTRYINDEX, rt->tasks_ref);
   lua_pushnil(L);
   while (lua_next(L, -2)) {
@@ -320,6 +321,18 @@ void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms) {
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
+}
+
+void lash_runtime_abort(lash_runtime *rt) {
+  rt->aborting = 1;
+  lash_runtime_cancel_tasks(rt);
+}
+
+int lash_runtime_aborting(const lash_runtime *rt) { return rt->aborting; }
+
+void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms) {
+  uint64_t deadline = lash_now_ns() + (uint64_t)grace_ms * 1000000u;
+  lash_runtime_cancel_tasks(rt);
   while (rt->ntasks > 0) {
     /* one reading of the clock: a second one past the deadline would wrap
     ** deadline - now, and a negative timeout waits without a bound */

@@ -3,11 +3,23 @@
 ** line to lua/lash/cli.lua; errors print a traceback and exit non-zero.
 ** The only option handled here is --memory-limit, because the budget must
 ** be in place before the Lua state exists.
+**
+** It also owns the process's signals, which the library never touches:
+** cli.lua asks for them (host.trap) and SIGINT, SIGTERM and SIGHUP are then
+** read on lash's loop through a signalfd. The first cancels every task
+** (runs unwind: owned sandboxes destroyed, holder marks released, commands
+** killed) and arms the shutdown bound; the second signal, or the bound
+** running out, aborts: every wait left fails at once, so what remains of
+** the cleanup is skipped, and closing the state kills the jails still
+** running. A watchdog alarm a little past the bound ends the process even
+** if something never returns to the loop.
 */
 #include "lash.h"
 #include "lauxlib.h"
+#include "runtime.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +48,98 @@ static int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
+/* The CLI's signal state; lives in main's frame, reached through the
+** host functions' upvalue and the watcher's data. */
+typedef struct cli_signals {
+  lash_signal sig;
+  lash_timer bound;
+  lash_loop *loop;
+  lash_runtime *rt;
+  uint64_t bound_ns;
+  int watchdog_s;
+  int signo;        /* the first signal caught, 0: none */
+  int count;
+  int started;
+} cli_signals;
+
+static const char *signame(int signo) {
+  switch (signo) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "signal";
+  }
+}
+
+static void on_bound(lash_loop *loop, lash_timer *t) {
+  cli_signals *cs = t->data;
+  (void)loop;
+  fprintf(stderr, "lash: cleanup is taking longer than the shutdown bound "
+          "(%.0fs); exiting without finishing it\n", cs->bound_ns / 1e9);
+  lash_runtime_abort(cs->rt);
+}
+
+static void on_signal(lash_loop *loop, lash_signal *s, int signo) {
+  cli_signals *cs = s->data;
+  cs->count++;
+  if (cs->count == 1) {
+    cs->signo = signo;
+    fprintf(stderr, "\nlash: %s: stopping (cancelling, cleaning up for at "
+            "most %.0fs; send it again to exit at once)\n", signame(signo),
+            cs->bound_ns / 1e9);
+    lash_runtime_cancel_tasks(cs->rt);
+    lash_timer_start(loop, &cs->bound, cs->bound_ns, on_bound, cs);
+    /* the last resort, outside the loop: SIGALRM's default action */
+    alarm((unsigned)cs->watchdog_s);
+  } else if (!lash_runtime_aborting(cs->rt)) {
+    fprintf(stderr, "lash: %s again: exiting now, skipping the rest of the "
+            "cleanup\n", signame(signo));
+    lash_runtime_abort(cs->rt);
+  }
+}
+
+/* host.trap(seconds): read SIGINT, SIGTERM and SIGHUP on the loop from now
+** on, with `seconds` as the shutdown bound. Returns true, or nil and why. */
+static int host_trap(lua_State *L) {
+  cli_signals *cs = lua_touserdata(L, lua_upvalueindex(1));
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  double secs = luaL_checknumber(L, 1);
+  int rc;
+  luaL_argcheck(L, secs > 0 && secs <= 86400, 1,
+                "the shutdown bound must be between 0 and 86400 seconds");
+  cs->bound_ns = (uint64_t)(secs * 1e9);
+  cs->watchdog_s = (int)secs + 5;
+  if (cs->started) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  cs->rt = lash_runtime_get(L);
+  cs->loop = lash_runtime_loop(L);
+  lash_timer_init(&cs->bound);
+  rc = lash_signal_start(cs->loop, &cs->sig, sigs, 3, on_signal, cs);
+  if (rc != 0) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "cannot watch signals: %s", strerror(-rc));
+    return 2;
+  }
+  cs->started = 1;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* host.signal() -> signo, name of the first signal caught, or nil. */
+static int host_signal(lua_State *L) {
+  cli_signals *cs = lua_touserdata(L, lua_upvalueindex(1));
+  if (!cs->signo) return 0;
+  lua_pushinteger(L, cs->signo);
+  lua_pushstring(L, signame(cs->signo));
+  return 2;
+}
+
 static int run_cli(lua_State *L) {
   int argc = (int)lua_tointeger(L, 1);
   char **argv = lua_touserdata(L, 2);
+  cli_signals *cs = lua_touserdata(L, 3);
   int i;
   lua_createtable(L, argc, 1);
   lua_pushstring(L, argv[0]);
@@ -54,7 +155,14 @@ static int run_cli(lua_State *L) {
   lua_call(L, 1, 1);
   lua_getfield(L, -1, "main");
   lua_pushvalue(L, -3);
-  lua_call(L, 1, 1);
+  lua_createtable(L, 0, 2);
+  lua_pushlightuserdata(L, cs);
+  lua_pushcclosure(L, host_trap, 1);
+  lua_setfield(L, -2, "trap");
+  lua_pushlightuserdata(L, cs);
+  lua_pushcclosure(L, host_signal, 1);
+  lua_setfield(L, -2, "signal");
+  lua_call(L, 2, 1);
   return 1;
 }
 
@@ -62,7 +170,10 @@ int main(int argc, char **argv) {
   lash_Options opts;
   lash_State *S;
   lua_State *L;
+  cli_signals cs;
   int i, j, code = 0;
+  memset(&cs, 0, sizeof cs);
+  cs.sig.fd = -1;
   lash_options_init(&opts);
   {
     const char *env = getenv("LASH_MEMORY_LIMIT");
@@ -118,12 +229,14 @@ int main(int argc, char **argv) {
     lua_setglobal(L, "__lash_argc");
     lua_pushlightuserdata(L, argv);
     lua_setglobal(L, "__lash_argv");
+    lua_pushlightuserdata(L, &cs);
+    lua_setglobal(L, "__lash_host");
     if (lash_dostring(S,
-          "local run, argc, argv = __lash_run_cli, __lash_argc, __lash_argv\n"
-          "__lash_run_cli, __lash_argc, __lash_argv = nil, nil, nil\n"
-          "__lash_exit = run(argc, argv)", "=lash") != LASH_OK) {
+          "local run, argc, argv, host = __lash_run_cli, __lash_argc, __lash_argv, __lash_host\n"
+          "__lash_run_cli, __lash_argc, __lash_argv, __lash_host = nil, nil, nil, nil\n"
+          "__lash_exit = run(argc, argv, host)", "=lash") != LASH_OK) {
       fprintf(stderr, "lash: %s\n", lash_errmsg(S));
-      code = 1;
+      code = cs.signo ? 128 + cs.signo : 1;
     } else {
       lua_getglobal(L, "__lash_exit");
       code = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1)
@@ -131,6 +244,10 @@ int main(int argc, char **argv) {
       lua_pop(L, 1);
     }
   }
+  /* Tasks still alive (an aborted cleanup) unwind here without waiting,
+  ** and closing the Lua state kills the commands they were running. */
   lash_close(S);
+  /* the loop is gone with S: only the fd and the mask are left to undo */
+  lash_signal_stop(NULL, &cs.sig);
   return code;
 }

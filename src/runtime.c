@@ -181,6 +181,13 @@ int lash_wait_yield(lua_State *L, lash_wait *w, lua_KContext ctx,
     return raise_cancelled(L);
   }
   if (w->done) return k(L, LUA_OK, ctx);
+  if (rt->aborting) {
+    /* the host is on its way out (lash_runtime_abort): nothing waits */
+    abandon(w);
+    w->cancelled = 1;
+    if (t) t->cancel_pending = 0;
+    return raise_cancelled(L);
+  }
   if (t && t->co == L && lua_isyieldable(L)) {
     w->task = t;
     t->wait = w;
@@ -194,6 +201,11 @@ int lash_wait_yield(lua_State *L, lash_wait *w, lua_KContext ctx,
     if (rc < 0) {
       abandon(w);
       return luaL_error(L, "lash: event loop failure");
+    }
+    if (!w->done && rt->aborting) {
+      abandon(w);
+      w->cancelled = 1;
+      return raise_cancelled(L);
     }
     if (!w->done && lash_runtime_stuck(rt)) {
       abandon(w);

@@ -69,6 +69,15 @@ int lash_runtime_step(lash_runtime *rt, int timeout_ms);
 int lash_runtime_run(lash_runtime *rt);
 /* Number of tasks not yet finished. */
 int lash_runtime_ntasks(lash_runtime *rt);
+/* Cancel every live task (each one's current or next wait raises
+** `cancelled`, once, so cleanup can still wait); returns at once. */
+void lash_runtime_cancel_tasks(lash_runtime *rt);
+/* Stop waiting altogether: cancel every task, and from now on every wait,
+** in a task or driven in place, raises `cancelled` as soon as it starts,
+** so what is left of the cleanup unwinds without waiting. For a host that
+** is about to exit (the CLI's second signal); there is no way back. */
+void lash_runtime_abort(lash_runtime *rt);
+int  lash_runtime_aborting(const lash_runtime *rt);
 
 /* Diagnostics through the host's log hook (lash_Options.log; stderr by
 ** default). Levels are lash.h's LASH_LOG_*. */

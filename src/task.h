@@ -56,6 +56,7 @@ struct lash_runtime {
   void (*log)(void *ud, int level, const char *msg);
   void *log_ud;
   int log_is_default;     /* stderr: filter debug/info by LASH_LOG */
+  int aborting;           /* lash_runtime_abort: every wait fails at once */
 };
 
 /* No task is ready and nothing the loop watches (fd, timer, child,

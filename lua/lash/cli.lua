@@ -1,13 +1,75 @@
 --- The `lash` command line. `lash <command> [args]` dispatches to
 -- `lash.commands.<command>`, a module returning `{ summary = "...",
--- usage = "...", main = function(args, cli) -> exit code }` where args are
--- the words after the command and cli is this module (for cli.out/cli.err).
--- Exit codes: 0 success, 1 failure, 2 usage error.
+-- usage = "...", main = function(args, cli) -> exit code | outcome }` where
+-- args are the words after the command and cli is this module (for
+-- cli.out/cli.err/cli.EXIT).
+--
+-- Every command shares one exit-code table (`cli.EXIT`, printed by
+-- `lash --help`), so a pipeline can tell what went wrong from the code
+-- alone. A command returns a number, or an outcome `{kind=, message=, ...}`
+-- whose kind names a row of the table; errors it raises are mapped the same
+-- way (`cli.outcome`). A command with `json_final = true` (`lash run`)
+-- prints one final JSON line for every outcome when given `--json`; one
+-- with `json_errors = true` prints a JSON line for a failure under `--json`.
+-- A command with `signals = true` runs with SIGINT, SIGTERM and SIGHUP read
+-- on the loop (the host's `trap`): the first cancels everything and cleans
+-- up within the shutdown bound, a second exits at once; the exit code is
+-- then 128 + the signal's number.
 -- @module lash.cli
 
 local cli = {}
 
 local COMMANDS = { "eval", "run", "sandbox" }
+
+--- The exit codes, one table for every command. New outcomes get a row
+-- here (and in `EXIT_ROWS`), never a private number in a command.
+cli.EXIT = {
+  ok = 0,
+  error = 1,        -- anything not below: a tool that raised, a bug
+  sandbox = 1,      -- a recoverable sandbox error: missing file, too large
+  usage = 2,        -- bad command line
+  unavailable = 3,  -- the sandbox is gone, expired, or no isolation exists
+  auth = 4,         -- credentials refused (model provider or sandbox backend)
+  refused = 5,      -- attach refused: no or wrong owner, held by another holder
+  spec = 6,         -- the spec does not load or is invalid (config, template, missing key)
+  provider = 7,     -- the model provider failed (after retries), or the model misbehaved
+  limit = 8,        -- a limit was reached (max_steps, tokens, tool calls, retries)
+  approval = 9,     -- stopped: tool calls need approval (--yes allows them)
+  timed_out = 124,  -- sandbox exec: the command hit its deadline
+  exec_failed = 125, -- sandbox exec: the command could not be started
+  -- cancelled by a signal: 128 + its number (129 SIGHUP, 130 SIGINT, 143 SIGTERM)
+}
+
+-- The table as `lash --help` and the README show it.
+local EXIT_ROWS = {
+  { "0", "success" },
+  { "1", "failure not listed here (a tool raised; a sandbox error such as a missing file)" },
+  { "2", "usage: bad command line" },
+  { "3", "sandbox unavailable: gone, expired, or no isolation here" },
+  { "4", "credentials refused (model provider or sandbox backend)" },
+  { "5", "attach refused: no or wrong owner, held by another holder" },
+  { "6", "spec error: the spec does not load or is invalid (includes a missing API key)" },
+  { "7", "provider error: the model API failed after retries, or the model misbehaved" },
+  { "8", "a limit was reached (max_steps, tokens, tool calls, a tool's retries)" },
+  { "9", "stopped for approval (run with --yes to allow)" },
+  { "124", "sandbox exec: the command timed out" },
+  { "125", "sandbox exec: the command could not be started" },
+  { "128+N", "cancelled by signal N: 129 SIGHUP, 130 SIGINT, 143 SIGTERM" },
+  { "other", "sandbox exec: the command's own exit code" },
+}
+
+-- Error kinds (err.kind) to rows of cli.EXIT.
+local KIND = {
+  usage = "usage", spec = "spec", config = "spec", template = "spec", arg = "spec",
+  provider = "provider", model = "provider", stream = "provider",
+  connect = "provider", timeout = "provider", tls = "provider", http = "provider", status = "provider",
+  auth = "auth", unavailable = "unavailable", refused = "refused",
+  limit = "limit", retries = "limit", approval = "approval",
+  sandbox = "sandbox", cancelled = "cancelled",
+}
+
+--- The default shutdown bound, seconds (`--shutdown-timeout`, `LASH_SHUTDOWN_TIMEOUT`).
+cli.SHUTDOWN_TIMEOUT = 10
 
 --- Write to standard output.
 function cli.out(...)
@@ -19,11 +81,23 @@ function cli.err(...)
   io.stderr:write(...)
 end
 
---- Raise a usage error: printed without a traceback, exit code 2.
+--- Raise a usage error: printed as one line and a pointer to the help, exit code 2.
 function cli.usage_error(msg)
-  error(setmetatable({ usage = true, message = msg }, {
+  error(setmetatable({ cli_usage = true, kind = "usage", message = msg }, {
     __tostring = function(e) return e.message end,
   }), 0)
+end
+
+--- The outcome for an error: `{kind=, exit_code=, message=, error=}`.
+-- @param e an error object (`kind`, `message`), a usage error or a string
+function cli.outcome(e)
+  if type(e) == "table" and e.cli_usage then
+    return { kind = "usage", exit_code = cli.EXIT.usage, message = e.message }
+  end
+  local kind = type(e) == "table" and KIND[e.kind] or "error"
+  local code = cli.EXIT[kind] or cli.EXIT.error
+  local msg = type(e) == "table" and e.message or tostring(e)
+  return { kind = kind, exit_code = code, message = tostring(msg), error = e }
 end
 
 local function load_command(name)
@@ -35,6 +109,15 @@ local function load_command(name)
     return nil
   end
   error(mod, 0)
+end
+
+--- The exit-code table as text (for `--help` of every command).
+function cli.exit_codes_text()
+  local lines = { "exit codes:" }
+  for _, r in ipairs(EXIT_ROWS) do
+    lines[#lines + 1] = string.format("  %-6s %s", r[1], r[2])
+  end
+  return table.concat(lines, "\n")
 end
 
 local function help()
@@ -57,21 +140,104 @@ local function help()
   lines[#lines + 1] = "  --help             show this help (or `lash <command> --help`)"
   lines[#lines + 1] = "  --version          print the version"
   lines[#lines + 1] = "  --memory-limit N   cap the Lua heap (e.g. 512M); also LASH_MEMORY_LIMIT"
+  lines[#lines + 1] = "  --shutdown-timeout S  after SIGINT/SIGTERM/SIGHUP, how long cleanup may take"
+  lines[#lines + 1] = "                     (default 10); also LASH_SHUTDOWN_TIMEOUT. A second"
+  lines[#lines + 1] = "                     signal exits at once."
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = cli.exit_codes_text()
   lines[#lines + 1] = ""
   return table.concat(lines, "\n")
 end
 
+local function bound_of(s, what)
+  local n = tonumber(s)
+  if not n or n <= 0 or n > 86400 or n ~= n then
+    return nil, what .. " must be a number of seconds above 0 (at most 86400), got '" .. tostring(s) .. "'"
+  end
+  return n
+end
+
+-- Take --shutdown-timeout S / --shutdown-timeout=S out of args (not after
+-- "--", which belongs to a command); returns the bound or nil, message.
+local function shutdown_bound(args)
+  local bound, err = cli.SHUTDOWN_TIMEOUT, nil
+  local env = os.getenv("LASH_SHUTDOWN_TIMEOUT")
+  if env and env ~= "" then bound, err = bound_of(env, "LASH_SHUTDOWN_TIMEOUT") end
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "--" then break end
+    local v = a:match("^%-%-shutdown%-timeout=(.*)$")
+    if a == "--shutdown-timeout" then
+      v = args[i + 1]
+      if v == nil then return nil, "--shutdown-timeout needs a number of seconds" end
+      table.remove(args, i)
+    end
+    if v then
+      table.remove(args, i)
+      bound, err = bound_of(v, "--shutdown-timeout")
+    else
+      i = i + 1
+    end
+  end
+  return bound, err
+end
+
+local function wants_json(args)
+  for _, a in ipairs(args) do
+    if a == "--" then return false end
+    if a == "--json" then return true end
+  end
+  return false
+end
+
+local function json_line(o)
+  local line = { type = "exit", kind = o.kind, exit_code = o.exit_code }
+  for _, k in ipairs { "message", "signal", "stop_reason", "error_kind", "limit" } do
+    if o[k] ~= nil then line[k] = o[k] end
+  end
+  local json = require "lash.json"
+  local ok, s = pcall(json.encode_canonical, line)
+  if not ok then s = json.encode_canonical { type = "exit", kind = o.kind, exit_code = o.exit_code } end
+  return s
+end
+
+-- Print a failure's message on stderr (once), as `lash <cmd>: message`.
+local function report(name, cmd, o)
+  if o.printed or o.exit_code == 0 then return end
+  if o.kind == "usage" then
+    cli.err("lash ", name, ": ", o.message, "\n", "see 'lash ", name, " --help'\n")
+    return
+  end
+  local msg = tostring(o.message)
+  if o.kind == "error" and msg:find("not enough memory", 1, true) then
+    local _, limit = require("lash").sys.memory()
+    if limit then
+      msg = string.format("the memory budget of %d bytes was exceeded (--memory-limit or "
+        .. "LASH_MEMORY_LIMIT); raise it or make the work use less\n%s", limit, msg)
+    end
+  end
+  cli.err("lash ", name, ": ", msg, "\n")
+end
+
 --- Run the CLI with the process arguments; returns the exit code.
 -- @tparam table argv arg-style table (argv[0] the program)
-function cli.main(argv)
+-- @tparam[opt] table host what the program hosting the CLI offers:
+--   `trap(seconds)` (watch SIGINT/SIGTERM/SIGHUP on the loop, with that
+--   shutdown bound) and `signal()` (the first signal caught: number, name)
+function cli.main(argv, host)
   local args = {}
   for i = 1, #argv do
     args[i] = argv[i]
   end
   local first = args[1]
   if first == nil or first == "--help" or first == "-h" or first == "help" then
+    if first == nil then
+      cli.err("lash: missing the command\nsee 'lash --help'\n")
+      return cli.EXIT.usage
+    end
     cli.out(help(), "\n")
-    return first == nil and 2 or 0
+    return 0
   end
   if first == "--version" or first == "-v" then
     cli.out("lash ", require("lash").version, "\n")
@@ -79,40 +245,51 @@ function cli.main(argv)
   end
   local cmd = load_command(first)
   if not cmd then
-    cli.err("lash: unknown command '", first, "'. Run `lash --help` for the list.\n")
-    return 2
+    cli.err("lash: unknown command '", first, "'\nsee 'lash --help'\n")
+    return cli.EXIT.usage
   end
   table.remove(args, 1)
   if args[1] == "--help" or args[1] == "-h" then
-    cli.out(cmd.usage or cmd.summary or "", "\n")
+    cli.out(cmd.usage or cmd.summary or "", "\n\n", cli.exit_codes_text(), "\n")
     return 0
   end
-  local ok, res = xpcall(cmd.main, function(e)
-    if type(e) == "table" and e.usage then
-      return e
+  local json = wants_json(args) and (cmd.json_final or cmd.json_errors)
+  local o
+  local bound, berr = shutdown_bound(args)
+  if not bound then
+    o = cli.outcome({ cli_usage = true, message = berr })
+  else
+    if cmd.signals and host and host.trap then
+      local ok, terr = host.trap(bound)
+      if not ok then cli.err("lash: warning: ", tostring(terr), "; signals end lash at once\n") end
     end
-    return debug.traceback(e, 2)
-  end, args, cli)
-  if not ok then
-    if type(res) == "table" and res.usage then
-      cli.err("lash ", first, ": ", res.message, "\n")
-      if cmd.usage then
-        cli.err(cmd.usage, "\n")
-      end
-      return 2
+    local ok, res = xpcall(cmd.main, function(e)
+      if type(e) == "table" then return e end
+      return debug.traceback(e, 2)
+    end, args, cli)
+    if not ok then
+      o = cli.outcome(res)
+    elseif type(res) == "table" then
+      o = res
+      o.kind = o.kind or "ok"
+      o.exit_code = o.exit_code or cli.EXIT[o.kind] or cli.EXIT.error
+    else
+      o = { kind = (res or 0) == 0 and "ok" or "exit", exit_code = res or 0, printed = true }
     end
-    local msg = tostring(res)
-    if msg:find("not enough memory", 1, true) then
-      local _, limit = require("lash").sys.memory()
-      if limit then
-        msg = string.format("the memory budget of %d bytes was exceeded (--memory-limit or "
-          .. "LASH_MEMORY_LIMIT); raise it or make the work use less\n%s", limit, msg)
-      end
-    end
-    cli.err("lash ", first, ": ", msg, "\n")
-    return 1
   end
-  return res or 0
+  local signo, signame
+  if host and host.signal then signo, signame = host.signal() end
+  if signo then
+    -- asked to stop: that is the outcome, whatever the work got to (a
+    -- failure other than the cancellation itself is still said)
+    if o.exit_code ~= 0 and o.kind ~= "cancelled" then report(first, cmd, o) end
+    o = { kind = "cancelled", signal = signame, exit_code = 128 + signo, message = "stopped by " .. signame }
+  end
+  report(first, cmd, o)
+  if json and (cmd.json_final or o.exit_code ~= 0) then
+    cli.out(json_line(o), "\n")
+  end
+  return o.exit_code
 end
 
 return cli

@@ -102,7 +102,9 @@ function Printer:close()
   self:unspin()
   if self.spinner then
     self.spinner:cancel()
-    self.spinner:wait()
+    -- when lash is exiting (a second signal) even this wait fails; the
+    -- line is cleared either way
+    pcall(self.spinner.wait, self.spinner)
     self.spinner = nil
   end
   if not self.json and not self.at_line_start then self.write("\n") self.at_line_start = true end

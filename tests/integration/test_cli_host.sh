@@ -18,7 +18,7 @@ check() { # check NAME EXPECTED_RC PATTERN -- cmd...
 }
 check "--version prints the version" 0 '^lash [0-9]+\.[0-9]+\.[0-9]+$' -- "$L" --version
 check "--help lists the commands" 0 'eval .*run .*sandbox|sandbox' -- "$L" --help
-check "no arguments is a usage error" 2 'usage: lash' -- "$L"
+check "no arguments is a short usage error" 2 "see 'lash --help'" -- "$L"
 check "an unknown command names itself" 2 "unknown command 'frobnicate'" -- "$L" frobnicate
 check "eval prints what the code returns" 0 '^42	true$' -- "$L" eval 'local t = lash.spawn(function(a) lash.sleep(0.01) return a * 2 end, 21) return t:join(), lash.now() > 0'
 check "eval errors print a traceback" 1 'stack traceback' -- "$L" eval 'error("boom")'

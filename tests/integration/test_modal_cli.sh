@@ -70,8 +70,8 @@ ok $? "--image --app --cpu --memory --idle-timeout reach Modal"
 "$LASH" sandbox destroy "$id" --backend modal; ok $? "destroy again is fine"
 "$LASH" sandbox exec "$id" --backend modal -- true 2>"$state/err"
 rc=$?
-[ $rc = 125 ] && grep -q unavailable "$state/err"
-ok $? "exec on a destroyed sandbox: exit 125 (exec's 'could not run'), error kind unavailable (rc $rc)"
+[ $rc = 3 ] && grep -q unavailable "$state/err"
+ok $? "exec on a destroyed sandbox: exit 3 (unavailable) (rc $rc)"
 MODAL_CONFIG_PATH="$state/none.toml" "$LASH" sandbox create --backend modal 2>"$state/err"
 rc=$?
 [ $rc = 4 ] && grep -q MODAL_TOKEN_ID "$state/err"; ok $? "no credentials: exit 4 and how to set them (rc $rc)"

@@ -63,7 +63,7 @@ check "a finished run leaves the owner and no holder" "$("$LASH" sandbox tags "$
   "lash_owner=owner-1"
 "$LASH" sandbox attach "$H" --owner owner-1 --holder step-7 >/dev/null
 err=$("$LASH" run examples/pipeline/analyse.lua "Analyse the orders." --attach "$H" --owner owner-1 2>&1 >/dev/null); rc=$?
-check "a sandbox held by another holder is refused (exit 1)" "$rc" "1"
+check "a sandbox held by another holder is refused (exit 5)" "$rc" "5"
 contains "the refusal names the holder found" "$err" \
   "lash run: refused: Sandbox '$H' is already held by 'step-7', and one run uses a sandbox at a time."
 "$LASH" run examples/pipeline/analyse.lua "Review the report." --attach "$H" --owner owner-1 --holder step-7 \
@@ -74,7 +74,7 @@ err=$("$LASH" run examples/pipeline/analyse.lua "x" --owner owner-1 2>&1); rc=$?
 check "--owner without --attach is a usage error" "$rc:$(printf '%s' "$err" | head -1)" \
   "2:lash run: --owner only applies together with --attach"
 err=$("$LASH" run examples/pipeline/analyse.lua "x" --attach "$H" 2>&1); rc=$?
-check "outside an orchestrator the owner must be given" "$rc" "1"
+check "outside an orchestrator the owner must be given" "$rc" "6"
 contains "and the message says how" "$err" "attach_to needs an owner"
 "$LASH" sandbox destroy "$H"
 
@@ -86,7 +86,7 @@ AIRFLOW_CTX_DAG_ID=etl AIRFLOW_CTX_DAG_RUN_ID=manual__2026-01-01 AIRFLOW_CTX_TAS
 check "an Airflow task of the DAG run that created the sandbox attaches without --owner" "$rc" "0"
 err=$(AIRFLOW_CTX_DAG_ID=etl AIRFLOW_CTX_DAG_RUN_ID=scheduled__2026-01-02 AIRFLOW_CTX_TASK_ID=analyse \
   "$LASH" run examples/pipeline/analyse.lua "Analyse the orders." --attach "$H" 2>&1 >/dev/null); rc=$?
-check "a task of another DAG run is refused" "$rc" "1"
+check "a task of another DAG run is refused (exit 5)" "$rc" "5"
 contains "naming both owners" "$err" "is not owned by 'etl/scheduled__2026-01-02': it carries owner 'etl/manual__2026-01-01'"
 "$LASH" sandbox destroy "$H"
 check "nothing is left at the end" "$("$LASH" sandbox list)" ""

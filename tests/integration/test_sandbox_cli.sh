@@ -53,7 +53,7 @@ sb exec "$ID" -- no-such-command-lash 2>"$work/err"; rc=$?
 check "a command that cannot start exits 125, saying why" \
   test "$rc" = 125 -a -n "$(grep 'could not start' "$work/err")"
 sb exec lb-aaaaaaaaaaaaaaaaaaaa -- true 2>/dev/null; rc=$?
-check "exec in a sandbox that does not exist exits 125" test "$rc" = 125
+check "exec in a sandbox that does not exist exits 3 (unavailable)" test "$rc" = 3
 
 # files
 printf 'bin\000ary\nbytes' | sb write "$ID" /workspace/data/in.bin; rc=$?
@@ -112,7 +112,7 @@ check "list shows it with its owner and holder" \
 SHORT=$(sb create --timeout 1)
 sleep 1.2
 sb exec "$SHORT" -- true 2>"$work/err"; rc=$?
-check "an expired sandbox refuses commands (125, expired)" test "$rc" = 125 -a -n "$(grep expired "$work/err")"
+check "an expired sandbox refuses commands (3, expired)" test "$rc" = 3 -a -n "$(grep expired "$work/err")"
 sb tags "$SHORT" >/dev/null 2>&1; rc=$?
 check "  and other operations with exit 3 (unavailable)" test "$rc" = 3
 check "gc removes it and prints its id" test "$(sb gc)" = "$SHORT"

@@ -1,9 +1,11 @@
 --- `lash run SPEC.lua [PROMPT] [options]`: load an agent spec, run it and
 -- stream its events to the terminal (or as JSON lines with --json).
--- Exit codes: 0 the run answered, 1 it failed or stopped for approval or a
--- limit, 2 usage errors.
+-- Exit codes: the CLI's table (lash.cli.EXIT): 0 the run answered, else
+-- the kind of failure; with --json the last line says it as JSON.
 -- @module lash.commands.run
 local M = {
+  signals = true,      -- SIGINT/SIGTERM/SIGHUP cancel the run and clean up
+  json_final = true,   -- --json ends with one {"type":"exit",...} line
   summary = "run an agent spec and stream what it does",
   usage = [[usage: lash run SPEC [PROMPT] [options]
 
@@ -16,7 +18,9 @@ line.
 options:
   --model M        use model M instead of the spec's (e.g. test,
                    anthropic:claude-sonnet-4-6, openai:gpt-4.1)
-  --json           print every event as one JSON line
+  --json           print every event as one JSON line, then a last line
+                   {"type":"exit","kind":...,"exit_code":...} for every
+                   outcome (load and usage errors included)
   --max-steps N    stop after N model requests (default 50)
   --deps JSON      pass deps to the run (a JSON object)
   --yes            approve every tool call that needs approval
@@ -39,7 +43,12 @@ options:
 environment: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY,
 OPENAI_BASE_URL, NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
 (sandbox attach/release notes on stderr), AIRFLOW_CTX_* (owner and holder
-under Airflow).]],
+under Airflow), LASH_SHUTDOWN_TIMEOUT.
+
+SIGINT, SIGTERM and SIGHUP cancel the run: its sandbox commands are killed,
+an owned sandbox is destroyed, a holder mark released, within the shutdown
+bound (--shutdown-timeout, default 10 s); lash then exits 130, 143 or 129.
+A second signal skips what is left of the cleanup and exits at once.]],
 }
 
 local function parse_args(args, cli)
@@ -163,8 +172,7 @@ function M.main(args, cli)
   local agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner,
                                                 backend = o.backend })
   if not agent then
-    cli.err("lash run: cannot load the spec: ", tostring(err), "\n")
-    return 1
+    return { kind = "spec", message = "cannot load the spec: " .. tostring(err) }
   end
   local prompt = read_prompt(o, render)
   if not prompt then cli.usage_error("missing the prompt (give it after the spec, or on standard input)") end
@@ -187,24 +195,32 @@ function M.main(args, cli)
   opts.on_event = printer:handler()
   local lash = require "lash"
   local ok, res = pcall(function() return agent:start(prompt, opts):join() end)
+  -- the spinner line goes whatever happened (a signal included)
   printer:close()
   if not ok then
     local e = res
+    local out = cli.outcome(e)
     if type(e) == "table" and e.kind then
       local msg = "lash run: " .. tostring(e.kind) .. ": " .. tostring(e.message) .. "\n"
       if e.traceback and e.kind == "tool" then msg = msg .. tostring(e.traceback) .. "\n" end
-      cli.err(msg)
+      out.error_kind = tostring(e.kind)
+      out.limit = type(e.limit) == "string" and e.limit or nil
+      out.message = tostring(e.message)
+      -- a cancellation is said once, by the CLI, with the signal behind it
+      if e.kind ~= "cancelled" then cli.err(msg) end
     else
       cli.err("lash run: ", tostring(e), "\n")
     end
-    return 1
+    out.printed = not (type(e) == "table" and e.kind == "cancelled")
+    return out
   end
   lash.run()
   if res.stop_reason == "approval_required" then
-    cli.err("lash run: stopped: ", tostring(#res.pending), " tool call(s) need approval (run with --yes to allow them)\n")
-    return 1
+    return { kind = "approval", stop_reason = res.stop_reason,
+             message = "stopped: " .. tostring(#res.pending)
+               .. " tool call(s) need approval (run with --yes to allow them)" }
   end
-  return 0
+  return { kind = "ok", exit_code = 0, stop_reason = res.stop_reason }
 end
 
 return M

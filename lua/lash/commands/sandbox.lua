@@ -5,18 +5,13 @@
 
 local M = {
   summary = "create, use, inspect and destroy sandboxes",
+  signals = true,      -- SIGINT/SIGTERM/SIGHUP: exec kills its command, lash exits 128+N
+  json_errors = true,  -- under --json a failure is one {"type":"exit",...} line on stdout
 }
 
-local EXIT = {
-  ok = 0,
-  sandbox = 1,      -- a recoverable sandbox error: missing file, too large, ...
-  usage = 2,
-  unavailable = 3,  -- gone, expired, or no isolation available
-  auth = 4,
-  refused = 5,      -- attach refused: wrong owner, held by another holder
-  timed_out = 124,  -- exec: the command hit its deadline
-  exec_failed = 125 -- exec: lash could not run the command (any kind)
-}
+-- The CLI's one exit-code table (lash.cli.EXIT): ok, sandbox (1), usage,
+-- unavailable, auth, refused, timed_out (124), exec_failed (125), ...
+local EXIT = require("lash.cli").EXIT
 
 M.usage = [[
 usage: lash sandbox <subcommand> [options]
@@ -49,12 +44,10 @@ common options: --backend local|modal (default local), --state-root DIR
 (local; default $LASH_SANDBOX_ROOT, /var/lib/lash/sandboxes as root, else
 $XDG_STATE_HOME/lash/sandboxes)
 
-exit codes: 0 success; 1 sandbox error (missing file, too large, a command
-that cannot start); 2 usage (bad options or values); 3 unavailable (gone,
-expired, no isolation);
-4 auth (credentials refused); 5 refused (attach: wrong owner, held).
-exec exits with the command's own code, 124 when it timed out, and 125 when
-lash could not run it (the reason on stderr).]]
+`lash sandbox SUBCOMMAND --help` prints this text. exec exits with the
+command's own code (124 when it timed out, 125 when it could not start); an
+interrupted exec (SIGINT, SIGTERM, SIGHUP) kills its command and exits
+128 + the signal's number. `list --json` prints an array, `[]` when empty.]]
 
 local function usage(cli, msg)
   cli.usage_error(msg)
@@ -225,6 +218,12 @@ function sub.exec(args, cli)
   }
   local ok, r = pcall(s.exec, s, rest, eopts)
   if not ok then
+    local kind = type(r) == "table" and r.kind
+    -- a sandbox that is gone, refused credentials, a signal: the table's
+    -- own rows; anything else kept the command from starting
+    if kind == "unavailable" or kind == "auth" or kind == "refused" or kind == "cancelled" then
+      error(r, 0)
+    end
     cli.err("lash sandbox exec: ", tostring(r), "\n")
     return EXIT.exec_failed
   end
@@ -340,21 +339,38 @@ function sub.gc(args, cli)
 end
 
 --- Entry point: `lash sandbox <subcommand> ...`; returns the exit code.
+-- The subcommand runs as a task, so a signal cancels what it waits on (the
+-- command of exec is killed).
 function M.main(args, cli)
   local name = args[1]
   if not name then usage(cli, "missing subcommand") end
   local fn = sub[name]
   if not fn then usage(cli, "unknown subcommand '" .. name .. "'") end
   local rest = table.move(args, 2, #args, 1, {})
-  local ok, res = pcall(fn, rest, cli)
+  for _, a in ipairs(rest) do
+    if a == "--" then break end
+    if a == "--help" or a == "-h" then
+      cli.out(M.usage, "\n\n", cli.exit_codes_text(), "\n")
+      return EXIT.ok
+    end
+  end
+  local lash = require "lash"
+  local ok, res = lash.spawn(function() return pcall(fn, rest, cli) end):join()
   if ok then return res end
-  if type(res) == "table" and res.usage then error(res, 0) end
+  if type(res) == "table" and res.cli_usage then error(res, 0) end
   local kind = type(res) == "table" and res.kind
-  cli.err("lash sandbox ", name, ": ", tostring(res), "\n")
-  if kind and EXIT[kind] then return EXIT[kind] end
   -- a plain string is the binding refusing a bad value: bad input
-  if not kind and type(res) == "string" then return EXIT.usage end
-  return EXIT.sandbox
+  if not kind and type(res) == "string" then
+    return { kind = "usage", message = name .. ": " .. res }
+  end
+  local o = cli.outcome(res)
+  cli.err("lash sandbox ", name, ": ", tostring(res), "\n")
+  o.printed = true
+  if kind and not ({ unavailable = 1, auth = 1, refused = 1, cancelled = 1 })[kind] then
+    -- any other sandbox failure (missing file, too large, io) is exit 1
+    o.kind, o.exit_code = "sandbox", EXIT.sandbox
+  end
+  return o
 end
 
 M.EXIT = EXIT
