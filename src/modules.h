@@ -13,7 +13,8 @@
   X(output)             \
   X(http)               \
   X(sandbox)            \
-  X(sys)
+  X(sys)                \
+  X(proc)
 
 #define LASH_DECLARE_OPEN(name) int lash_open_##name(lua_State *L);
 LASH_MODULES(LASH_DECLARE_OPEN)
