@@ -7,7 +7,7 @@
 
 local cli = {}
 
-local COMMANDS = { "eval", "run", "sandbox" }
+local COMMANDS = { "eval", "run", "sandbox", "mcp" }
 
 --- Write to standard output.
 function cli.out(...)

@@ -110,6 +110,12 @@ end
 --- Why the process went away: exit status and its last stderr lines.
 function Proc:describe_exit()
   local p = self.p
+  -- stdout closes a moment before the exit is reaped: give it that moment
+  local L = lash()
+  local deadline = L.now() + 1
+  while p:running() and L.now() < deadline do
+    if not pcall(L.sleep, 0.01) then break end
+  end
   if p:running() then
     if #self.stderr > 0 then return "its last stderr: " .. table.concat(self.stderr, " | ") end
     return nil
