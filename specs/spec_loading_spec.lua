@@ -378,7 +378,7 @@ describe("registered capability types", function()
     assert.is_true(seen.info.from_file)
     local err = load_fails("yaml", "capabilities:\n  - Notes: {colour: red}\n")
     assert.matches("Failed to instantiate capability 'Notes': Notes has no option colour", err, 1, true)
-    assert.matches("Valid choices: [LocalSandbox, ModalSandbox, Notes, PrefixTools, Sandbox]",
+    assert.matches("Valid choices: [LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, ModalSandbox, Notes, PrefixTools, Sandbox]",
       load_fails("yaml", "capabilities: [Nope]\n"), 1, true)
     assert.has_error(function() lash.register_capability("Notes", function() end) end,
       "lash.register_capability: a capability type named 'Notes' is already registered")

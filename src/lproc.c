@@ -5,6 +5,7 @@
 ** a one-shot exec with its output collected at the end does not fit.
 **
 **   local p = lash.proc.spawn{ argv = {"cat"}, env = {...}, cwd = "/",
+**                              stdin = "pipe" | "inherit",
 **                              stderr = "pipe" | "inherit" | "null" }
 **   p:write(s)          waits until every byte is written
 **   p:read([stream])    the next chunk of "stdout" (default) or "stderr",
@@ -180,7 +181,7 @@ static int l_spawn(lua_State *L) {
   static const char *const modes[] = {"pipe", "inherit", "null", NULL};
   char **argv, **envp = NULL;
   const char *cwd = NULL;
-  int argc, errmode, in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
+  int argc, errmode, inmode, in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
   int ep[2] = {-1, -1}, err = 0, rc, s;
   ssize_t r;
   pid_t pid;
@@ -189,8 +190,9 @@ static int l_spawn(lua_State *L) {
   lua_pushnil(L);
   while (lua_next(L, 1)) {
     const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-    if (strcmp(k, "argv") && strcmp(k, "env") && strcmp(k, "cwd") && strcmp(k, "stderr"))
-      luaL_error(L, "lash.proc.spawn: unknown option '%s' (argv, env, cwd, stderr)", k);
+    if (strcmp(k, "argv") && strcmp(k, "env") && strcmp(k, "cwd") && strcmp(k, "stderr") &&
+        strcmp(k, "stdin"))
+      luaL_error(L, "lash.proc.spawn: unknown option '%s' (argv, env, cwd, stdin, stderr)", k);
     lua_pop(L, 1);
   }
   if (lua_getfield(L, 1, "argv") != LUA_TTABLE)
@@ -206,6 +208,9 @@ static int l_spawn(lua_State *L) {
     return luaL_error(L, "lash.proc.spawn: 'cwd' must be a string");
   lua_getfield(L, 1, "stderr");
   errmode = luaL_checkoption(L, -1, "pipe", modes);
+  lua_getfield(L, 1, "stdin");
+  inmode = luaL_checkoption(L, -1, "pipe", modes);
+  luaL_argcheck(L, inmode != 2, 1, "stdin must be \"pipe\" or \"inherit\"");
 
   p = lua_newuserdatauv(L, sizeof *p, 0);
   memset(p, 0, sizeof *p);
@@ -219,7 +224,7 @@ static int l_spawn(lua_State *L) {
   p->child.pidfd = -1;
   luaL_setmetatable(L, PROC_MT);
 
-  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(ep, O_CLOEXEC) ||
+  if ((inmode == 0 && pipe2(in, O_CLOEXEC)) || pipe2(out, O_CLOEXEC) || pipe2(ep, O_CLOEXEC) ||
       (errmode == 0 && pipe2(er, O_CLOEXEC))) {
     err = errno;
     goto fail;
@@ -238,7 +243,7 @@ static int l_spawn(lua_State *L) {
     setsid();
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (errmode == 2) nul = open("/dev/null", O_WRONLY);
-    if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0) child_fail(ep[1], errno);
+    if ((inmode == 0 && dup2(in[0], 0) < 0) || dup2(out[1], 1) < 0) child_fail(ep[1], errno);
     if (errmode == 0 && dup2(er[1], 2) < 0) child_fail(ep[1], errno);
     if (errmode == 2 && (nul < 0 || dup2(nul, 2) < 0)) child_fail(ep[1], errno);
     /* every other descriptor goes: the error pipe is close-on-exec */
@@ -257,7 +262,7 @@ static int l_spawn(lua_State *L) {
     else execvp(argv[0], argv);
     child_fail(ep[1], errno);
   }
-  close(in[0]);
+  if (in[0] >= 0) close(in[0]);
   in[0] = -1;
   close(out[1]);
   out[1] = -1;

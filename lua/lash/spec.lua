@@ -129,6 +129,32 @@ builtin.Sandbox = sandbox_type(nil, "backend")
 builtin.LocalSandbox = sandbox_type("local", "rootfs")
 builtin.ModalSandbox = sandbox_type("modal", "image")
 
+-- MCP servers, by pydantic-ai's names. A stdio server is a host command:
+-- only a trusted spec (--trust, or a spec built in Lua by the host) may
+-- start one.
+local function mcp_type(kind)
+  return function(arg, info)
+    if type(arg) ~= "table" then
+      error("expected options (a mapping), got " .. (arg == nil and "nothing" or type(arg)), 0)
+    end
+    if kind == "stdio" and not info.trusted then
+      error(info.name .. " starts a host command (" .. tostring(arg.command) .. "), which a spec may not do "
+        .. "unless it is trusted: load it with --trust, or add the server from Lua host code "
+        .. "(lash.mcp.stdio{...})", 0)
+    end
+    local def, prefix = {}, nil
+    for k, v in pairs(arg) do
+      if k == "tool_prefix" then prefix = v else def[k] = v end
+    end
+    local mcp = L().mcp
+    local ts = kind == "stdio" and mcp.stdio(def) or mcp.http(def)
+    if prefix ~= nil then ts = L().prefix_tools { capability = ts, prefix = prefix } end
+    return ts
+  end
+end
+builtin.MCPServerStdio = mcp_type("stdio")
+builtin.MCPServerStreamableHTTP = mcp_type("http")
+
 local build_entry
 
 builtin.PrefixTools = function(arg, info)
@@ -141,7 +167,7 @@ builtin.PrefixTools = function(arg, info)
     end
   end
   if arg.capability == nil then error("give the capability to prefix: {prefix: x, capability: Sandbox}", 0) end
-  local inner = build_entry(arg.capability, info.where .. ".capability", info.from_file)
+  local inner = build_entry(arg.capability, info.where .. ".capability", info.from_file, info.trusted)
   return L().prefix_tools { prefix = arg.prefix, capability = inner }
 end
 
@@ -166,7 +192,7 @@ end
 -- @param e `"Name"`, `{Name = arg}`
 -- @tparam string where for messages, e.g. "capabilities[2]"
 -- @tparam boolean from_file YAML/JSON (no `session`)
-function build_entry(e, where, from_file)
+function build_entry(e, where, from_file, trusted)
   local name, arg = entry_form(e)
   if not name then
     if type(e) == "table" then
@@ -185,7 +211,7 @@ function build_entry(e, where, from_file)
       .. table.concat(names(), ", ") .. "]. Register a custom one from Lua with "
       .. "lash.register_capability(name, constructor).", 0)
   end
-  local ok, cap = pcall(ctor, arg, { name = name, where = where, from_file = from_file })
+  local ok, cap = pcall(ctor, arg, { name = name, where = where, from_file = from_file, trusted = trusted })
   if not ok then
     local msg = type(cap) == "table" and cap.message or cap
     if tostring(msg):find(where, 1, true) == 1 then error(msg, 0) end
@@ -206,7 +232,7 @@ end
 --- Resolve the capability entries of a spec table in place: names and
 -- `{Name: arg}` become capabilities; capabilities and lash.capability
 -- definitions are left as they are.
-function M.resolve_capabilities(list, from_file)
+function M.resolve_capabilities(list, from_file, trusted)
   if list == nil then return nil end
   if type(list) ~= "table" then error("capabilities must be a list, got " .. type(list), 0) end
   local out = {}
@@ -215,7 +241,7 @@ function M.resolve_capabilities(list, from_file)
     if is_capability_value(e) then
       out[i] = e
     elseif from_file or entry_form(e) then
-      out[i] = build_entry(e, where, from_file)
+      out[i] = build_entry(e, where, from_file, trusted)
     else
       out[i] = e
     end
@@ -252,7 +278,7 @@ end
 -- @tparam[opt="spec"] string where for messages
 -- @treturn agent
 -- @raise a message naming the key and the fix
-function M.from_table(t, where)
+function M.from_table(t, where, trusted)
   where = where or "spec"
   if type(t) ~= "table" or t[1] ~= nil then
     error(where .. ": the spec must be a mapping of keys (model, instructions, capabilities, ...), got "
@@ -282,7 +308,7 @@ function M.from_table(t, where)
       end
     end
   end
-  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, true)
+  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, true, trusted)
   if not ok then error(where .. ": " .. tostring(caps), 0) end
   def.capabilities = caps
   local ok2, agent = pcall(L().agent, def)
@@ -417,7 +443,27 @@ local function safe_env(budget)
     loadfile = refuse("loadfile"), dofile = refuse("dofile"),
     collectgarbage = refuse("collectgarbage"),
   }
-  local api = read_only(lash, "lash")
+  -- starting host processes is a trusted-side decision: the spec's view
+  -- leaves out lash.proc and lash.mcp.stdio (and lash.core, which has proc)
+  local hidden = { proc = "lash.proc", core = "lash.core" }
+  local mcp_view = setmetatable({}, { __index = function(_, k)
+    if k == "stdio" then return refuse("lash.mcp.stdio (it starts a host command)") end
+    return lash.mcp[k]
+  end, __newindex = function() error("the lash.mcp table is read-only in a spec", 2) end, __metatable = false })
+  local api = setmetatable({}, {
+    __index = function(_, k)
+      if hidden[k] then
+        error(hidden[k] .. " is not available to a spec loaded without --trust: starting host processes is "
+          .. "the host's decision. Pass --trust to load the spec with it.", 2)
+      end
+      if k == "mcp" then return mcp_view end
+      return lash[k]
+    end,
+    __newindex = function(_, k)
+      error("the lash table is read-only in a spec (tried to set '" .. tostring(k) .. "')", 2)
+    end,
+    __metatable = false,
+  })
   env.lash = api
   env.require = function(name)
     if name == "lash" then return api end
@@ -478,7 +524,7 @@ local function run_budgeted(chunk, path, budget, state)
   return res
 end
 
-local function to_agent(spec, path)
+local function to_agent(spec, path, trusted)
   local agent = require "lash.agent"
   if agent.is_agent(spec) then return spec end
   if type(spec) ~= "table" then
@@ -486,7 +532,7 @@ local function to_agent(spec, path)
   end
   local def = {}
   for k, v in pairs(spec) do def[k] = v end
-  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, false)
+  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, false, trusted)
   if not ok then error(path .. ": " .. tostring(caps), 0) end
   def.capabilities = caps
   local ok2, a = pcall(L().agent, def)
@@ -543,9 +589,9 @@ end
 -- `label` starts every message (the path, or the string's name).
 local function build(text, label, chunkname, format, opts)
   local ok, agent = pcall(function()
-    if format == "lua" then return to_agent(load_lua(text, label, chunkname, opts), label) end
+    if format == "lua" then return to_agent(load_lua(text, label, chunkname, opts), label, opts.trust) end
     local t = format == "yaml" and decode_yaml(text, label) or decode_json(text, label)
-    return M.from_table(t, label)
+    return M.from_table(t, label, opts.trust)
   end)
   if not ok then return nil, describe_error(agent) end
   local sandbox = require "lash.capabilities.sandbox"
