@@ -224,7 +224,7 @@ capabilities:
   it("name the valid capability types for an unknown one", function()
     local err, path = load_fails("yaml", "capabilities: [Sandboxx]\n")
     assert.equal(path .. ": capabilities[1]: Capability 'Sandboxx' is not a known capability type. Valid "
-      .. "choices: [LocalSandbox, ModalSandbox, PrefixTools, Sandbox]. Register a custom one from Lua with "
+      .. "choices: [LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, ModalSandbox, PrefixTools, Sandbox]. Register a custom one from Lua with "
       .. "lash.register_capability(name, constructor).", err)
   end)
 

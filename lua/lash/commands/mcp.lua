@@ -5,19 +5,24 @@ local M = {
   summary = "list or call an MCP server's tools; serve the sandbox over MCP",
   usage = [==[usage: lash mcp <subcommand> ...
 
-  tools [--json] -- CMD [ARGS...]       list the tools of a stdio server
-  call  [--timeout S] TOOL ['JSON'] -- CMD [ARGS...]
+  tools [--json] URL | -- CMD [ARGS...]
+                                        list the tools of a Streamable HTTP
+                                        server at URL or a stdio server
+  call  [--timeout S] [--json] URL | TOOL ['JSON'] -- CMD [ARGS...]
+        (URL first: lash mcp call URL TOOL ['JSON'])
                                         call TOOL with the JSON arguments
                                         (an object; default {}) and print
-                                        what a model would see
+                                        what a model would see (--json: the
+                                        raw CallToolResult)
   serve [--backend B] [--timeout S] [--workdir DIR] [--network off|on]
         [--rootfs DIR] [--image IMG] [--attach H --owner O [--holder H]]
                                         speak MCP on stdin/stdout, exposing
                                         a sandbox's run_command, read_file,
                                         write_file and list_directory
 
-  tools/call options: --env K=V (repeatable, passed to the server),
-  --cwd DIR. Exit codes: 0 success; 1 the server failed or the tool
+  tools/call options: --env K=V (repeatable, passed to a stdio server),
+  --cwd DIR; for URLs --header 'Name: value' (repeatable) and
+  --bearer-token T (or $LASH_MCP_TOKEN). Exit codes: 0 success; 1 the server failed or the tool
   returned an error (isError); 2 usage.
 
   serve: one sandbox per MCP session, created when the client initializes
@@ -50,7 +55,12 @@ local function parse(cli, args, spec)
           v = args[i]
           if v == nil then cli.usage_error("option --" .. name .. " needs a value") end
         end
-        if kind == "env" then
+        if kind == "header" then
+          local hk, hv = v:match("^([^:]+):%s*(.*)$")
+          if not hk then cli.usage_error("--header needs 'Name: value', got '" .. v .. "'") end
+          o.headers = o.headers or {}
+          o.headers[hk] = hv
+        elseif kind == "env" then
           local k, val = v:match("^([^=]+)=(.*)$")
           if not k then cli.usage_error("--env needs K=V, got '" .. v .. "'") end
           o.env[k] = val
@@ -66,7 +76,13 @@ local function parse(cli, args, spec)
   return o, pos, rest
 end
 
-local function server_def(cli, o, rest)
+local function server_def(cli, o, rest, pos)
+  if pos and pos[1] and pos[1]:match("^https?://") then
+    if rest then cli.usage_error("give either a URL or a command after --, not both") end
+    local url = table.remove(pos, 1)
+    return { url = url, headers = o.headers, bearer_token = o["bearer-token"] or os.getenv("LASH_MCP_TOKEN"),
+             name = url, timeout = o.timeout and tonumber(o.timeout) or nil }
+  end
   if not rest or #rest == 0 then
     cli.usage_error("give the server's command after --, e.g. lash mcp tools -- npx -y @modelcontextprotocol/server-everything")
   end
@@ -91,11 +107,15 @@ local function fail(cli, what, e)
   return 1
 end
 
+local CLIENT_OPTS = { json = "flag", env = "env", cwd = "value", timeout = "value", header = "header",
+                      ["bearer-token"] = "value" }
+
 local function cmd_tools(args, cli)
-  local o, pos, rest = parse(cli, args, { json = "flag", env = "env", cwd = "value", timeout = "value" })
+  local o, pos, rest = parse(cli, args, CLIENT_OPTS)
+  local def = server_def(cli, o, rest, pos)
   if #pos > 0 then cli.usage_error("unexpected argument '" .. pos[1] .. "' (the server's command goes after --)") end
   local json = require "lash.json"
-  local ok, c = pcall(connect, server_def(cli, o, rest))
+  local ok, c = pcall(connect, def)
   if not ok then return fail(cli, "tools", c) end
   local ok2, tools = pcall(c.list_tools, c)
   c:close()
@@ -112,7 +132,8 @@ local function cmd_tools(args, cli)
 end
 
 local function cmd_call(args, cli)
-  local o, pos, rest = parse(cli, args, { json = "flag", env = "env", cwd = "value", timeout = "value" })
+  local o, pos, rest = parse(cli, args, CLIENT_OPTS)
+  local def = server_def(cli, o, rest, pos)
   local name, raw = pos[1], pos[2]
   if not name then cli.usage_error("missing the tool's name") end
   if #pos > 2 then cli.usage_error("too many arguments: quote the JSON arguments") end
@@ -130,7 +151,7 @@ local function cmd_call(args, cli)
     targs = v
   end
   local mcp = require "lash.mcp"
-  local ok, c = pcall(connect, server_def(cli, o, rest))
+  local ok, c = pcall(connect, def)
   if not ok then return fail(cli, "call", c) end
   local ok2, res = pcall(c.call_tool, c, name, targs, { timeout = o.timeout and tonumber(o.timeout) or nil })
   c:close()

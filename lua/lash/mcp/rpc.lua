@@ -178,6 +178,16 @@ function Peer:dispatch(msg)
   end
 end
 
+--- Fail our pending request `id` with `err` (a transport that could not
+-- deliver it).
+function Peer:fail_request(id, err)
+  local p = self.pending[id]
+  if p then
+    self.pending[id] = nil
+    p.future:fail(err)
+  end
+end
+
 --- Cancel the handler task of the other side's request `id`.
 function Peer:cancel_incoming(id)
   for t, rid in pairs(self.handlers) do
