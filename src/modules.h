@@ -14,7 +14,8 @@
   X(http)               \
   X(sandbox)            \
   X(sys)                \
-  X(proc)
+  X(proc)               \
+  X(net)
 
 #define LASH_DECLARE_OPEN(name) int lash_open_##name(lua_State *L);
 LASH_MODULES(LASH_DECLARE_OPEN)

@@ -129,6 +129,36 @@ if [ "${probe%% *}" = "yes" ]; then
   [ -s "$work/sdk.err" ] && sed 's/^/#   stderr: /' "$work/sdk.err" | head -5
   left=$(ls "$LASH_SANDBOX_ROOT" 2>/dev/null | grep -c '^lb-')
   check "the session's sandbox is destroyed when the client disconnects" test "$left" = 0
+
+  # the same over Streamable HTTP, with a token
+  "$LASH" mcp serve --http 0 --token sekret 2>"$work/serve.err" &
+  spid=$!
+  for _ in $(seq 100); do grep -q "listening on" "$work/serve.err" && break; sleep 0.1; done
+  SURL=$(grep -o 'http://127.0.0.1:[0-9]*/mcp' "$work/serve.err")
+  tap "the SDK client script over HTTP" < <(cd "$NODE_DIR" && timeout 120 node sdk_client.mjs "$LASH" "$SURL" sekret 2>"$work/sdk2.err")
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$SURL" -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"ping"}')
+  check "serve --http: no token is 401" test "$code" = 401
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$SURL" -H 'Authorization: Bearer sekret' -H 'Origin: http://evil.example' -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"ping"}')
+  check "serve --http: a foreign Origin is 403 (DNS rebinding)" test "$code" = 403
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$SURL" -H 'Authorization: Bearer sekret' -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"ping"}')
+  check "serve --http: a request without a session is 400" test "$code" = 400
+  left=$(ls "$LASH_SANDBOX_ROOT" 2>/dev/null | grep -c '^lb-')
+  check "serve --http: DELETE destroyed the session's sandbox" test "$left" = 0
+  if [ -x "$NODE22" ]; then
+    "$LASH" mcp serve --http 0 2>"$work/serve2.err" &
+    s2=$!
+    for _ in $(seq 100); do grep -q "listening on" "$work/serve2.err" && break; sleep 0.1; done
+    SURL2=$(grep -o 'http://127.0.0.1:[0-9]*/mcp' "$work/serve2.err")
+    for s in server-initialize ping tools-list logging-set-level dns-rebinding-protection tools-call-error; do
+      (cd "$NODE_DIR" && timeout 180 "$NODE22" node_modules/.bin/conformance server --url "$SURL2" \
+        --scenario "$s" >"$work/sconf-$s.log" 2>&1)
+      if grep -q "OVERALL: PASSED\|0 failed" "$work/sconf-$s.log" && ! grep -q "[1-9][0-9]* failed" "$work/sconf-$s.log"; then
+        ok "conformance server scenario $s"
+      else nok "conformance server scenario $s" "$(grep -i -A3 'fail' "$work/sconf-$s.log" | head -4)"; fi
+    done
+    kill "$s2"; wait "$s2" 2>/dev/null
+  fi
+  kill "$spid"; wait "$spid" 2>/dev/null
 else
   echo "# no bubblewrap jail here (${probe#no }): skipping lash mcp serve"
 fi

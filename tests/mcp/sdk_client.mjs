@@ -1,9 +1,11 @@
 // tests/mcp/sdk_client.mjs: drive `lash mcp serve` with the official
-// TypeScript SDK client over stdio. Prints TAP. Usage: node sdk_client.mjs LASH
+// TypeScript SDK client, over stdio (it starts LASH) or Streamable HTTP (at
+// URL, with TOKEN). Prints TAP. Usage: node sdk_client.mjs LASH [URL TOKEN]
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const lash = process.argv[2];
+const [lash, url, token] = process.argv.slice(2);
 let n = 0, failed = 0;
 function check(desc, cond, detail) {
   n++;
@@ -12,8 +14,9 @@ function check(desc, cond, detail) {
 }
 const text = (r) => (r.content || []).map((c) => c.text).join("\n");
 
-const transport = new StdioClientTransport({ command: lash, args: ["mcp", "serve"],
-  env: { ...process.env }, stderr: "inherit" });
+const transport = url
+  ? new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
+  : new StdioClientTransport({ command: lash, args: ["mcp", "serve"], env: { ...process.env }, stderr: "inherit" });
 const client = new Client({ name: "sdk-test", version: "1.0.0" });
 await client.connect(transport);
 check("initialize: server info", client.getServerVersion()?.name === "lash", client.getServerVersion());
@@ -43,6 +46,7 @@ r = await client.callTool({ name: "run_command", arguments: { command: "pwd" } }
 check("commands run in the sandbox's workdir", text(r).includes("/workspace"), text(r));
 await client.ping();
 check("ping", true);
+if (url) await transport.terminateSession();
 await client.close();
 console.log(`1..${n}`);
 process.exit(failed ? 1 : 0);

@@ -16,7 +16,9 @@ local M = {
                                         raw CallToolResult)
   serve [--backend B] [--timeout S] [--workdir DIR] [--network off|on]
         [--rootfs DIR] [--image IMG] [--attach H --owner O [--holder H]]
-                                        speak MCP on stdin/stdout, exposing
+        [--http PORT [--token T]]       speak MCP on stdin/stdout (or
+                                        Streamable HTTP on 127.0.0.1:PORT,
+                                        PORT 0: any free one), exposing
                                         a sandbox's run_command, read_file,
                                         write_file and list_directory
 
@@ -168,7 +170,7 @@ end
 local function cmd_serve(args, cli)
   local o, pos = parse(cli, args, { backend = "value", timeout = "value", workdir = "value", network = "value",
                                     rootfs = "value", image = "value", attach = "value", owner = "value",
-                                    holder = "value", env = "env" })
+                                    holder = "value", env = "env", http = "value", token = "value" })
   if #pos > 0 then cli.usage_error("unexpected argument '" .. pos[1] .. "'") end
   local opts = {}
   if o.backend then opts.backend = o.backend end
@@ -186,12 +188,25 @@ local function cmd_serve(args, cli)
     if not o.owner then cli.usage_error("--attach needs --owner (the owner the sandbox was created with)") end
     opts.attach_to, opts.owner = o.attach, o.owner
   end
+  local lash = require "lash"
+  if o.http then
+    local port = math.tointeger(tonumber(o.http))
+    if not port or port < 0 or port > 65535 then cli.usage_error("--http needs a port (0-65535), got '" .. o.http .. "'") end
+    local hs = require "lash.mcp.http_server"
+    local ok, srv = pcall(hs.new, { port = port, token = o.token or os.getenv("LASH_MCP_TOKEN"), capability = opts })
+    if not ok then return fail(cli, "serve", srv) end
+    cli.err("lash mcp serve: listening on http://127.0.0.1:", tostring(srv:port()), "/mcp\n")
+    io.stderr:flush()
+    local ok2, err = pcall(function() lash.spawn(function() srv:serve() end):join() end)
+    if not ok2 then return fail(cli, "serve", err) end
+    return 0
+  end
+  if o.token then cli.usage_error("--token only applies together with --http") end
   local server = require "lash.mcp.server"
   local stdio = require "lash.mcp.stdio"
   local ok, s = pcall(server.session, stdio.stdio_self(), { capability = opts })
   if not ok then return fail(cli, "serve", s) end
   if o.holder then s.ctx.run.holder = o.holder end
-  local lash = require "lash"
   local ok2, err = pcall(function() lash.spawn(function() s:serve() end):join() end)
   if not ok2 then return fail(cli, "serve", err) end
   return 0

@@ -3,8 +3,8 @@
 -- list_directory) with exactly the texts the capability gives a model, and
 -- its default instructions as the server's `instructions`.
 --
--- One session = one capability run: an owned sandbox is created when the
--- client initializes and destroyed when the session ends; with
+-- One session = one capability run: an owned sandbox is created at the
+-- session's first tool call and destroyed when the session ends; with
 -- `sandbox_id`/`attach_to` the session works in an existing sandbox and
 -- leaves it be.
 -- @module lash.mcp.server
@@ -60,14 +60,29 @@ local function instructions(self)
   return #out > 0 and table.concat(out, "\n\n") or nil
 end
 
-function Session:start_sandbox()
+-- The tools before the sandbox exists: the same definitions (so a client
+-- that only lists them creates nothing), their handlers need it open.
+function Session:prepare()
+  if self.inst then return end
   self.inst = self.cap:for_run(self.ctx)
   self.toolset = self.inst:get_toolsets()[1]
+  self:index(self.toolset:get_tools(self.ctx))
+end
+
+function Session:index(tools)
+  self.tools = tools
+  self.by_name = {}
+  for _, t in ipairs(tools) do self.by_name[t.name] = t end
+end
+
+-- Create (or attach to) the session's sandbox: at the first call, or at
+-- initialize when attaching (the attach note is part of the definitions).
+function Session:start_sandbox()
+  self:prepare()
+  if self.open then return end
   self.toolset:open(self.ctx)
   self.open = true
-  self.tools = self.toolset:get_tools(self.ctx)
-  self.by_name = {}
-  for _, t in ipairs(self.tools) do self.by_name[t.name] = t end
+  self:index(self.toolset:get_tools(self.ctx))
 end
 
 local function text_result(text, is_error)
@@ -75,6 +90,7 @@ local function text_result(text, is_error)
 end
 
 function Session:call(params)
+  if self.by_name[params.name] and not self.open then self:start_sandbox() end
   local t = self.by_name[params.name]
   if not t then
     local names = {}
@@ -98,7 +114,8 @@ function Session:handle(method, params)
   if method == "initialize" then
     local want = params.protocolVersion
     local v = client.supported(want) and want or client.LATEST
-    if not self.open then self:start_sandbox() end
+    if self.cap.claims then self:start_sandbox() else self:prepare() end
+    self.initialized = true
     return {
       protocolVersion = v,
       capabilities = { tools = { listChanged = false } },
@@ -108,7 +125,7 @@ function Session:handle(method, params)
   elseif method == "ping" then
     return {}
   elseif method == "tools/list" then
-    if not self.open then error(rpc.error(rpc.INVALID_REQUEST, "initialize first"), 0) end
+    if not self.initialized then error(rpc.error(rpc.INVALID_REQUEST, "initialize first"), 0) end
     local list = json.array()
     for i, t in ipairs(self.tools) do
       local d = t:definition()
@@ -116,7 +133,7 @@ function Session:handle(method, params)
     end
     return { tools = list }
   elseif method == "tools/call" then
-    if not self.open then error(rpc.error(rpc.INVALID_REQUEST, "initialize first"), 0) end
+    if not self.initialized then error(rpc.error(rpc.INVALID_REQUEST, "initialize first"), 0) end
     if type(params.name) ~= "string" then error(rpc.error(rpc.INVALID_PARAMS, "tools/call needs a tool name"), 0) end
     return self:call(params)
   elseif method == "logging/setLevel" then
@@ -140,7 +157,7 @@ end
 function Session:close()
   if self.closed then return end
   self.closed = true
-  if self.toolset then pcall(self.toolset.close, self.toolset, self.ctx) end
+  if self.toolset and self.open then pcall(self.toolset.close, self.toolset, self.ctx) end
   self.peer:close()
 end
 
