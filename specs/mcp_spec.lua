@@ -149,6 +149,50 @@ describe("lash.mcp.stdio against a tiny server written here", function()
   end)
 end)
 
+describe("lash.mcp tool list changes", function()
+  it("list_changed refreshes the tools before the next model request", function()
+    local server = [[
+      local json = lash.json
+      local p = lash.proc.spawn{ argv = {"cat"}, stdin = "inherit", stderr = "null" }
+      local buf, grown = "", false
+      local function send(m) io.stdout:write(json.encode(m), "\n") io.stdout:flush() end
+      while true do
+        local c = p:read(); if not c then break end
+        buf = buf .. c
+        while buf:find("\n") do
+          local line; line, buf = buf:match("^([^\n]*)\n(.*)$")
+          local m = json.decode(line)
+          if m.method == "initialize" then
+            send{ jsonrpc = "2.0", id = m.id, result = { protocolVersion = "2025-11-25",
+                  capabilities = { tools = { listChanged = true } }, serverInfo = { name = "g", version = "1" } } }
+          elseif m.method == "tools/list" then
+            local tools = { { name = "grow", inputSchema = { type = "object" } } }
+            if grown then tools[2] = { name = "new", inputSchema = { type = "object" } } end
+            send{ jsonrpc = "2.0", id = m.id, result = { tools = tools } }
+          elseif m.method == "tools/call" then
+            grown = true
+            send{ jsonrpc = "2.0", method = "notifications/tools/list_changed" }
+            send{ jsonrpc = "2.0", id = m.id, result = { content = { { type = "text", text = "grown" } } } }
+          end
+        end
+      end
+    ]]
+    local offered = {}
+    local agent = lash.agent {
+      model = function(_, info)
+        local names = {}
+        for i, d in ipairs(info.tools) do names[i] = d.name end
+        offered[info.step] = table.concat(names, ",")
+        if info.step == 1 then return { tool_calls = { { name = "grow" } } } end
+        return { text = "done" }
+      end,
+      toolsets = { mcp.stdio { command = LASH, args = { "eval", server } } },
+    }
+    agent:run("go")
+    assert.same({ "grow", "grow,new" }, offered)
+  end)
+end)
+
 describe("lash.net", function()
   it("listens, accepts, reads and writes on the loop", function()
     local l = lash.net.listen { host = "127.0.0.1", port = 0 }
