@@ -193,6 +193,27 @@ describe("lash.mcp tool list changes", function()
   end)
 end)
 
+describe("MCP servers in specs", function()
+  it("refuse a stdio server (a host command) unless the spec is trusted", function()
+    local yaml = "model: test\ncapabilities:\n  - MCPServerStdio: {command: sh, tool_prefix: x}\n"
+    local a, err = lash.load_spec_string(yaml, "s.yaml")
+    assert.is_nil(a)
+    assert.matches("MCPServerStdio starts a host command (sh)", err, 1, true)
+    assert.is_truthy(lash.load_spec_string(yaml, "s.yaml", { trust = true }))
+    local b = lash.load_spec_string("model: test\ncapabilities:\n  - MCPServerStreamableHTTP: {url: 'http://127.0.0.1:1/mcp'}\n", "h.yaml")
+    assert.is_truthy(b)
+  end)
+  it("leave host processes and sockets out of an untrusted Lua spec's lash", function()
+    for _, expr in ipairs { "lash.proc", "lash.net", "lash.core", "lash.mcp.stdio" } do
+      local a, err = lash.load_spec_string("local x = " .. expr .. "; return lash.agent{model='test'}", "u.lua")
+      assert.is_nil(a, expr)
+      assert.matches("not available to a spec loaded without --trust", err, 1, true)
+    end
+    assert.is_truthy(lash.load_spec_string("local x = lash.proc; return lash.agent{model='test'}", "t.lua",
+                                           { trust = true }))
+  end)
+end)
+
 describe("lash.net", function()
   it("listens, accepts, reads and writes on the loop", function()
     local l = lash.net.listen { host = "127.0.0.1", port = 0 }

@@ -444,10 +444,13 @@ local function safe_env(budget)
     collectgarbage = refuse("collectgarbage"),
   }
   -- starting host processes is a trusted-side decision: the spec's view
-  -- leaves out lash.proc and lash.mcp.stdio (and lash.core, which has proc)
-  local hidden = { proc = "lash.proc", core = "lash.core" }
+  -- leaves out lash.proc, lash.net and lash.mcp.stdio (and lash.core, which has them)
+  local hidden = { proc = "lash.proc", net = "lash.net", core = "lash.core" }
   local mcp_view = setmetatable({}, { __index = function(_, k)
-    if k == "stdio" then return refuse("lash.mcp.stdio (it starts a host command)") end
+    if k == "stdio" then
+      error("lash.mcp.stdio is not available to a spec loaded without --trust: it starts a host command, "
+        .. "which is the host's decision. Pass --trust, or use lash.mcp.http.", 2)
+    end
     return lash.mcp[k]
   end, __newindex = function() error("the lash.mcp table is read-only in a spec", 2) end, __metatable = false })
   local api = setmetatable({}, {
