@@ -90,7 +90,13 @@ local function text_result(text, is_error)
 end
 
 function Session:call(params)
-  if self.by_name[params.name] and not self.open then self:start_sandbox() end
+  if self.by_name[params.name] and not self.open then
+    local ok, err = pcall(self.start_sandbox, self)
+    if not ok then
+      if lash().is_error(err, "cancelled") then error(err, 0) end
+      return text_result("Could not start the sandbox: " .. tostring(type(err) == "table" and err.message or err), true)
+    end
+  end
   local t = self.by_name[params.name]
   if not t then
     local names = {}
