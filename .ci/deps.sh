@@ -25,6 +25,20 @@ PKGS=(
   # make bench: peak RSS (/usr/bin/time -v)
   time
 )
+# Node for the MCP interop tests: Debian's, unless a node/npm is already
+# on PATH (from another source: keep it)
+if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
+# The MCP tests' npm packages (reference servers, the official SDK, the
+# conformance suite, a Node 22), pinned by tests/mcp/package-lock.json, into
+# tests/mcp/node_modules: never globally.
+npm_deps() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/mcp"
+  if [ -x "$dir/node_modules/.bin/mcp-server-everything" ]; then return 0; fi
+  if ! command -v npm >/dev/null 2>&1; then echo "deps: npm missing; the MCP tests will skip"; return 0; fi
+  echo "deps: npm ci in tests/mcp"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || echo "deps: npm ci failed; the MCP tests will try again"
+}
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -33,6 +47,7 @@ for p in "${PKGS[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#PKGS[@]} packages present"
+  npm_deps
   exit 0
 fi
 echo "deps: installing ${missing[*]}"
@@ -41,3 +56,4 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+npm_deps

@@ -229,7 +229,7 @@ capabilities:
   it("name the valid capability types for an unknown one", function()
     local err, path = load_fails("yaml", "capabilities: [Sandboxx]\n")
     assert.equal(path .. ": capabilities[1]: Capability 'Sandboxx' is not a known capability type. Valid "
-      .. "choices: [LocalSandbox, ModalSandbox, PrefixTools, Sandbox]. Register a custom one from Lua with "
+      .. "choices: [LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, ModalSandbox, PrefixTools, Sandbox]. Register a custom one from Lua with "
       .. "lash.register_capability(name, constructor).", err)
   end)
 
@@ -386,7 +386,7 @@ describe("registered capability types", function()
     assert.is_true(seen.info.from_file)
     local err = load_fails("yaml", "capabilities:\n  - Notes: {colour: red}\n")
     assert.matches("Failed to instantiate capability 'Notes': Notes has no option colour", err, 1, true)
-    assert.matches("Valid choices: [LocalSandbox, ModalSandbox, Notes, PrefixTools, Sandbox]",
+    assert.matches("Valid choices: [LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, ModalSandbox, Notes, PrefixTools, Sandbox]",
       load_fails("yaml", "capabilities: [Nope]\n"), 1, true)
     assert.has_error(function() lash.register_capability("Notes", function() end) end,
       "lash.register_capability: a capability type named 'Notes' is already registered")

@@ -16,7 +16,9 @@
   X(sys)                \
   X(budget)             \
   X(yaml)               \
-  X(json)
+  X(json)               \
+  X(proc)               \
+  X(net)
 
 #define LASH_DECLARE_OPEN(name) int lash_open_##name(lua_State *L);
 LASH_MODULES(LASH_DECLARE_OPEN)

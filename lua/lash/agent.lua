@@ -44,6 +44,7 @@
 --   tool_call    {run_id, step, id, name, args}        args: table, or the raw string
 --   approval_request {run_id, step, id, name, args}    a call waits for a decision
 --   tool_result  {run_id, step, id, name, status, content, elapsed}
+--   tool_progress {run_id, id, name, server, progress, total, message}  an MCP tool reports progress
 --   retry        {run_id, step, kind = "tool", id, name, attempt, message}
 --                {run_id, step, kind = "model", attempt, delay, status, reason, message,
 --                 discarded_text, discarded_thinking}  what the failed attempt had streamed
@@ -298,7 +299,7 @@ local function new_run(agent, prompt, opts)
   local stream = opts.stream
   if stream == nil then stream = agent.stream end
   if stream == nil then stream = opts.on_event ~= nil end
-  return {
+  local run = {
     agent = agent, id = id, prompt = prompt, opts = opts, ctx = ctx, info = info,
     messages = messages, usage = usage, limits = limits, model_spec = model_spec,
     on_event = opts.on_event, approve = opts.approve or agent.approve,
@@ -306,6 +307,10 @@ local function new_run(agent, prompt, opts)
     settings = merged(agent.model_settings, opts.model_settings),
     prompt_parts = prompt_parts, output_schema = opts.output or agent.output, output_retries = 0,
   }
+  -- for toolsets that report progress or ask the user (MCP servers)
+  ctx.emit = function(ev) emit(run, ev) end
+  ctx.approve = run.approve
+  return run
 end
 
 -- Instances of every toolset and capability for this run, in order.

@@ -46,6 +46,7 @@ local lazy = {
   register_capability = { "lash.spec", "register_capability" },
   load_spec = { "lash.spec", "load" },
   load_spec_string = { "lash.spec", "load_string" },
+  mcp = { "lash.mcp" },
 }
 
 return setmetatable(lash, {

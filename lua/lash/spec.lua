@@ -138,6 +138,32 @@ builtin.Sandbox = sandbox_type(nil, "backend")
 builtin.LocalSandbox = sandbox_type("local", "rootfs")
 builtin.ModalSandbox = sandbox_type("modal", "image")
 
+-- MCP servers, by pydantic-ai's names. A stdio server is a host command:
+-- only a trusted spec (--trust, or a spec built in Lua by the host) may
+-- start one.
+local function mcp_type(kind)
+  return function(arg, info)
+    if type(arg) ~= "table" then
+      error("expected options (a mapping), got " .. (arg == nil and "nothing" or type(arg)), 0)
+    end
+    if kind == "stdio" and info.untrusted then
+      error(info.name .. " starts a host command (" .. tostring(arg.command) .. "), which a spec may not do "
+        .. "unless it is trusted: load it with --trust, or add the server from Lua host code "
+        .. "(lash.mcp.stdio{...})", 0)
+    end
+    local def, prefix = {}, nil
+    for k, v in pairs(arg) do
+      if k == "tool_prefix" then prefix = v else def[k] = v end
+    end
+    local mcp = L().mcp
+    local ts = kind == "stdio" and mcp.stdio(def) or mcp.http(def)
+    if prefix ~= nil then ts = L().prefix_tools { capability = ts, prefix = prefix } end
+    return ts
+  end
+end
+builtin.MCPServerStdio = mcp_type("stdio")
+builtin.MCPServerStreamableHTTP = mcp_type("http")
+
 local build_entry
 
 builtin.PrefixTools = function(arg, info)

@@ -122,6 +122,7 @@ local function approver(o, render)
   if not render.is_tty(0) then return nil end
   return function(_, call)
     local json = require "lash.json"
+    if call.kind == "elicitation" then return M.ask_elicitation(call) end
     io.stdout:write(string.format("\nAllow %s %s? [y/N] ", call.name, json.try_encode(call.args) or ""))
     io.stdout:flush()
     local answer = io.read("l") or ""
@@ -157,6 +158,31 @@ function M.prompt_and_output(prompt, o)
     parts[#parts + 1] = part
   end
   return parts, schema
+end
+
+--- An MCP server asks the user for input: ask for each field on the
+-- terminal (empty keeps the default), or decline.
+function M.ask_elicitation(call)
+  io.stdout:write(string.format("\n%s asks: %s\nAnswer? [y/N] ", tostring(call.server), tostring(call.message)))
+  io.stdout:flush()
+  if not (io.read("l") or ""):lower():match("^y") then return false end
+  local props = type(call.schema) == "table" and type(call.schema.properties) == "table" and call.schema.properties or {}
+  local names, args = {}, {}
+  for k in pairs(props) do names[#names + 1] = k end
+  table.sort(names)
+  for _, k in ipairs(names) do
+    local p, d = props[k], call.args and call.args[k]
+    io.stdout:write(string.format("  %s%s: ", type(p.title) == "string" and p.title or k,
+                                  d ~= nil and (" [" .. tostring(d) .. "]") or ""))
+    io.stdout:flush()
+    local line = io.read("l") or ""
+    if line ~= "" then
+      if p.type == "number" or p.type == "integer" then args[k] = tonumber(line) or line
+      elseif p.type == "boolean" then args[k] = line:lower():match("^[yt1]") ~= nil
+      else args[k] = line end
+    end
+  end
+  return { allow = true, args = args }
 end
 
 function M.main(args, cli)

@@ -1,0 +1,225 @@
+--- `lash mcp ...`: talk to an MCP server from the shell (list its tools,
+-- call one), and serve lash's sandbox to MCP hosts over stdio.
+-- @module lash.commands.mcp
+local M = {
+  summary = "list or call an MCP server's tools; serve the sandbox over MCP",
+  usage = [==[usage: lash mcp <subcommand> ...
+
+  tools [--json] URL | -- CMD [ARGS...]
+                                        list the tools of a Streamable HTTP
+                                        server at URL or a stdio server
+  call  [--timeout S] [--json] URL | TOOL ['JSON'] -- CMD [ARGS...]
+        (URL first: lash mcp call URL TOOL ['JSON'])
+                                        call TOOL with the JSON arguments
+                                        (an object; default {}) and print
+                                        what a model would see (--json: the
+                                        raw CallToolResult)
+  serve [--backend B] [--timeout S] [--workdir DIR] [--network off|on]
+        [--rootfs DIR] [--image IMG] [--attach H --owner O [--holder H]]
+        [--http PORT [--token T]]       speak MCP on stdin/stdout (or
+                                        Streamable HTTP on 127.0.0.1:PORT,
+                                        PORT 0: any free one), exposing
+                                        a sandbox's run_command, read_file,
+                                        write_file and list_directory
+
+  tools/call options: --env K=V (repeatable, passed to a stdio server),
+  --cwd DIR; for URLs --header 'Name: value' (repeatable) and
+  --bearer-token T (or $LASH_MCP_TOKEN). Exit codes: 0 success; 1 the server failed or the tool
+  returned an error (isError); 2 usage.
+
+  serve: one sandbox per MCP session, created when the client initializes
+  and destroyed when it disconnects (with --attach: the existing sandbox,
+  never destroyed). Hosts: `claude mcp add lash -- lash mcp serve`, or in
+  Codex's config.toml: [mcp_servers.lash] command = "lash",
+  args = ["mcp", "serve"].]==],
+}
+
+local function parse(cli, args, spec)
+  local o, pos, rest = { env = {} }, {}, nil
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "--" then
+      rest = table.move(args, i + 1, #args, 1, {})
+      break
+    end
+    local name, inline = a:match("^%-%-([%w%-]+)=(.*)$")
+    if not name then name = a:match("^%-%-([%w%-]+)$") end
+    if name then
+      local kind = spec[name]
+      if not kind then cli.usage_error("unknown option --" .. name) end
+      if kind == "flag" then
+        o[name] = true
+      else
+        local v = inline
+        if not v then
+          i = i + 1
+          v = args[i]
+          if v == nil then cli.usage_error("option --" .. name .. " needs a value") end
+        end
+        if kind == "header" then
+          local hk, hv = v:match("^([^:]+):%s*(.*)$")
+          if not hk then cli.usage_error("--header needs 'Name: value', got '" .. v .. "'") end
+          o.headers = o.headers or {}
+          o.headers[hk] = hv
+        elseif kind == "env" then
+          local k, val = v:match("^([^=]+)=(.*)$")
+          if not k then cli.usage_error("--env needs K=V, got '" .. v .. "'") end
+          o.env[k] = val
+        else
+          o[name] = v
+        end
+      end
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  return o, pos, rest
+end
+
+local function server_def(cli, o, rest, pos)
+  if pos and pos[1] and pos[1]:match("^https?://") then
+    if rest then cli.usage_error("give either a URL or a command after --, not both") end
+    local url = table.remove(pos, 1)
+    return { url = url, headers = o.headers, bearer_token = o["bearer-token"] or os.getenv("LASH_MCP_TOKEN"),
+             name = url, timeout = o.timeout and tonumber(o.timeout) or nil }
+  end
+  if not rest or #rest == 0 then
+    cli.usage_error("give the server's command after --, e.g. lash mcp tools -- npx -y @modelcontextprotocol/server-everything")
+  end
+  local args = table.move(rest, 2, #rest, 1, {})
+  return { command = rest[1], args = args, env = o.env, cwd = o.cwd, name = rest[1],
+           timeout = o.timeout and tonumber(o.timeout) or nil }
+end
+
+local function connect(def)
+  local mcp = require "lash.mcp"
+  local transport = mcp.transport(def)
+  local ok, c = pcall(mcp.connect_client, transport, { name = def.name, timeout = def.timeout })
+  if not ok then
+    pcall(transport.close, transport)
+    error(c, 0)
+  end
+  return c
+end
+
+local function fail(cli, what, e)
+  cli.err("lash mcp ", what, ": ", tostring(type(e) == "table" and e.message or e), "\n")
+  return 1
+end
+
+local CLIENT_OPTS = { json = "flag", env = "env", cwd = "value", timeout = "value", header = "header",
+                      ["bearer-token"] = "value" }
+
+local function cmd_tools(args, cli)
+  local o, pos, rest = parse(cli, args, CLIENT_OPTS)
+  local def = server_def(cli, o, rest, pos)
+  if #pos > 0 then cli.usage_error("unexpected argument '" .. pos[1] .. "' (the server's command goes after --)") end
+  local json = require "lash.json"
+  local ok, c = pcall(connect, def)
+  if not ok then return fail(cli, "tools", c) end
+  local ok2, tools = pcall(c.list_tools, c)
+  c:close()
+  if not ok2 then return fail(cli, "tools", tools) end
+  if o.json then
+    for _, t in ipairs(tools) do cli.out(json.encode_canonical(t), "\n") end
+    return 0
+  end
+  for _, t in ipairs(tools) do
+    local desc = tostring(t.description or t.title or ""):gsub("%s+", " ")
+    cli.out(t.name, desc ~= "" and ("  " .. desc) or "", "\n")
+  end
+  return 0
+end
+
+local function cmd_call(args, cli)
+  local o, pos, rest = parse(cli, args, CLIENT_OPTS)
+  local def = server_def(cli, o, rest, pos)
+  local name, raw = pos[1], pos[2]
+  if not name then cli.usage_error("missing the tool's name") end
+  if #pos > 2 then cli.usage_error("too many arguments: quote the JSON arguments") end
+  if o.timeout and not (tonumber(o.timeout) and tonumber(o.timeout) > 0) then
+    cli.usage_error("--timeout needs a positive number of seconds, got '" .. o.timeout .. "'")
+  end
+  local json = require "lash.json"
+  local targs = {}
+  if raw then
+    local v, err = json.try_decode(raw)
+    if type(v) ~= "table" or json.is_array(v) or v[1] ~= nil then
+      cli.usage_error("the arguments must be a JSON object, e.g. '{\"message\": \"hi\"}'"
+        .. (err and (": " .. err) or ""))
+    end
+    targs = v
+  end
+  local mcp = require "lash.mcp"
+  local ok, c = pcall(connect, def)
+  if not ok then return fail(cli, "call", c) end
+  local ok2, res = pcall(c.call_tool, c, name, targs, { timeout = o.timeout and tonumber(o.timeout) or nil })
+  c:close()
+  if not ok2 then return fail(cli, "call", res) end
+  if o.json then
+    cli.out(json.encode_canonical(res), "\n")
+  else
+    local text = mcp.result_text(res)
+    cli.out(text, text:sub(-1) == "\n" and "" or "\n")
+  end
+  return res.isError == true and 1 or 0
+end
+
+local function cmd_serve(args, cli)
+  local o, pos = parse(cli, args, { backend = "value", timeout = "value", workdir = "value", network = "value",
+                                    rootfs = "value", image = "value", attach = "value", owner = "value",
+                                    holder = "value", env = "env", http = "value", token = "value" })
+  if #pos > 0 then cli.usage_error("unexpected argument '" .. pos[1] .. "'") end
+  local opts = {}
+  if o.backend then opts.backend = o.backend end
+  if o.timeout then
+    opts.sandbox_timeout = tonumber(o.timeout)
+    if not opts.sandbox_timeout then cli.usage_error("--timeout needs seconds, got '" .. o.timeout .. "'") end
+  end
+  if o.workdir then opts.workdir = o.workdir end
+  if o.network then opts.network = o.network end
+  if o.rootfs then opts.rootfs = o.rootfs end
+  if o.image then opts.image = o.image end
+  if next(o.env) then opts.env = o.env end
+  if o.owner and not o.attach then cli.usage_error("--owner only applies together with --attach") end
+  if o.attach then
+    if not o.owner then cli.usage_error("--attach needs --owner (the owner the sandbox was created with)") end
+    opts.attach_to, opts.owner = o.attach, o.owner
+  end
+  local lash = require "lash"
+  if o.http then
+    local port = math.tointeger(tonumber(o.http))
+    if not port or port < 0 or port > 65535 then cli.usage_error("--http needs a port (0-65535), got '" .. o.http .. "'") end
+    local hs = require "lash.mcp.http_server"
+    local ok, srv = pcall(hs.new, { port = port, token = o.token or os.getenv("LASH_MCP_TOKEN"), capability = opts })
+    if not ok then return fail(cli, "serve", srv) end
+    cli.err("lash mcp serve: listening on http://127.0.0.1:", tostring(srv:port()), "/mcp\n")
+    io.stderr:flush()
+    local ok2, err = pcall(function() lash.spawn(function() srv:serve() end):join() end)
+    if not ok2 then return fail(cli, "serve", err) end
+    return 0
+  end
+  if o.token then cli.usage_error("--token only applies together with --http") end
+  local server = require "lash.mcp.server"
+  local stdio = require "lash.mcp.stdio"
+  local ok, s = pcall(server.session, stdio.stdio_self(), { capability = opts })
+  if not ok then return fail(cli, "serve", s) end
+  if o.holder then s.ctx.run.holder = o.holder end
+  local ok2, err = pcall(function() lash.spawn(function() s:serve() end):join() end)
+  if not ok2 then return fail(cli, "serve", err) end
+  return 0
+end
+
+function M.main(args, cli)
+  local sub = args[1]
+  local rest = table.move(args, 2, #args, 1, {})
+  if sub == "tools" then return cmd_tools(rest, cli) end
+  if sub == "call" then return cmd_call(rest, cli) end
+  if sub == "serve" then return cmd_serve(rest, cli) end
+  if sub == nil then cli.usage_error("missing the subcommand (tools, call or serve)") end
+  cli.usage_error("unknown subcommand '" .. sub .. "' (tools, call or serve)")
+end
+
+return M

