@@ -7,7 +7,7 @@
 
 local cli = {}
 
-local COMMANDS = { "eval", "run", "sandbox" }
+local COMMANDS = { "config", "eval", "models", "run", "sandbox" }
 
 --- Write to standard output.
 function cli.out(...)

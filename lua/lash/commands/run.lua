@@ -31,8 +31,9 @@ options:
                    the Airflow task instance, else the owner)
   --backend B      the sandbox backend (local, modal) instead of the spec's
 
-environment: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY,
-OPENAI_BASE_URL, NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
+environment: LASH_MODEL (default --model), LASH_SANDBOX_BACKEND (default
+--backend), LASH_CONFIG (the config file; see `lash config show`),
+ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL, NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
 (sandbox attach/release notes on stderr), AIRFLOW_CTX_* (owner and holder
 under Airflow).]],
 }
@@ -122,8 +123,13 @@ function M.main(args, cli)
   end
   local render = require "lash.render"
   local json = require "lash.json"
+  local config = require "lash.config"
+  local _, cerr = config.get()
+  if cerr then cli.err("lash run: ", cerr, "\n") return 1 end
+  local backend, from_cli = config.backend(o.backend)
   local agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner,
-                                                backend = o.backend })
+                                                backend = (from_cli == "cli" or o.attach) and backend or nil })
+  if agent and backend and from_cli ~= "cli" and not o.attach then agent, err = config.default_backend(agent, backend) end
   if not agent then
     cli.err("lash run: cannot load the spec: ", tostring(err), "\n")
     return 1
@@ -131,7 +137,8 @@ function M.main(args, cli)
   local prompt = read_prompt(o, render)
   if not prompt then cli.usage_error("missing the prompt (give it after the spec, or on standard input)") end
   local opts = {}
-  if o.model then opts.model = o.model end
+  local defaults = config.run_defaults(agent, o)
+  opts.model, opts.model_settings = defaults.model, defaults.model_settings
   if o.max_steps then opts.limits = { max_steps = o.max_steps } end
   if o.deps then
     local deps, derr = json.try_decode(o.deps)
