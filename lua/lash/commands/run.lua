@@ -33,7 +33,8 @@ options:
 
 environment: LASH_MODEL (default --model), LASH_SANDBOX_BACKEND (default
 --backend), LASH_CONFIG (the config file; see `lash config show`),
-ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL, NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
+ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL,
+NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
 (sandbox attach/release notes on stderr), AIRFLOW_CTX_* (owner and holder
 under Airflow).]],
 }
