@@ -19,7 +19,7 @@
 
 local cli = {}
 
-local COMMANDS = { "eval", "run", "sandbox", "mcp" }
+local COMMANDS = { "config", "eval", "mcp", "models", "run", "sandbox" }
 
 --- The exit codes, one table for every command. New outcomes get a row
 -- here (and in `EXIT_ROWS`), never a private number in a command.

@@ -40,8 +40,10 @@ options:
                    the answer must be JSON matching the JSON Schema in FILE
                    (validated, retried on mismatch; printed as JSON)
 
-environment: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY,
-OPENAI_BASE_URL, NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
+environment: LASH_MODEL (default --model), LASH_SANDBOX_BACKEND (default
+--backend), LASH_CONFIG (the config file; see `lash config show`),
+ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL,
+NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
 (sandbox attach/release notes on stderr), AIRFLOW_CTX_* (owner and holder
 under Airflow), LASH_SHUTDOWN_TIMEOUT.
 
@@ -195,8 +197,13 @@ function M.main(args, cli)
   end
   local render = require "lash.render"
   local json = require "lash.json"
+  local config = require "lash.config"
+  local _, cerr = config.get()
+  if cerr then return { kind = "spec", message = cerr } end
+  local backend, from_cli = config.backend(o.backend)
   local agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner,
-                                                backend = o.backend })
+                                                backend = (from_cli == "cli" or o.attach) and backend or nil })
+  if agent and backend and from_cli ~= "cli" and not o.attach then agent, err = config.default_backend(agent, backend) end
   if not agent then
     return { kind = "spec", message = "cannot load the spec: " .. tostring(err) }
   end
@@ -206,7 +213,8 @@ function M.main(args, cli)
   local perr
   prompt, opts.output, perr = M.prompt_and_output(prompt, o)
   if perr then cli.usage_error(perr) end
-  if o.model then opts.model = o.model end
+  local defaults = config.run_defaults(agent, o)
+  opts.model, opts.model_settings = defaults.model, defaults.model_settings
   if o.max_steps then opts.limits = { max_steps = o.max_steps } end
   if o.deps then
     local deps, derr = json.try_decode(o.deps)

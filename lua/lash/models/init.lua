@@ -92,7 +92,9 @@ function M.resolve(spec, opts)
     error(model_error("config", "unknown model provider '" .. provider .. "' in '" .. spec
       .. "' (known: " .. table.concat(known, ", ") .. ", or a Lua function)"), 0)
   end
-  return require(modname).new(name, opts)
+  -- base URLs and key sources from the user's config file fill what the
+  -- options and the provider's variables leave unset
+  return require(modname).new(name, require("lash.config").model_options(provider, opts))
 end
 
 --- Check a provider's model options and name; raise a `config` error that

@@ -1,0 +1,383 @@
+--- The user's config file: `$LASH_CONFIG`, else
+-- `$XDG_CONFIG_HOME/lash/config.lua` (`~/.config/lash/config.lua`).
+--
+-- The file is Lua *data*: assignments of strings, numbers, booleans and
+-- tables, run in an empty environment (no globals, no string methods, no
+-- function values kept) under an instruction and memory budget, so a
+-- config file can describe settings but can do nothing. Example:
+--
+--   model = "openai:gpt-4.1"
+--   model_settings = { temperature = 0.2, max_tokens = 4096 }
+--   providers = {
+--     openai = { base_url = "http://127.0.0.1:11434/v1", api_key_env = "OLLAMA_KEY" },
+--     anthropic = { api_key_file = "~/.secrets/anthropic" },
+--   }
+--   sandbox = { backend = "local" }
+--   mcp_servers = { fs = { command = { "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp" } } }
+--
+-- API keys never go in the file itself: `api_key_env` names the variable
+-- holding one, `api_key_file` a file whose first line is one.
+--
+-- Precedence, for every setting: the command line, then the environment,
+-- then the spec (for model and model settings: a spec's own choice beats a
+-- config default), then this file, then lash's built-in default.
+-- @module lash.config
+local M = {}
+
+--- Budgets for running a config file.
+M.BUDGET = { instructions = 1000000, memory = 64 * 1024 * 1024, size = 1024 * 1024 }
+
+local PROVIDERS = { openai = { key_env = "OPENAI_API_KEY", url_env = "OPENAI_BASE_URL" },
+                    anthropic = { key_env = "ANTHROPIC_API_KEY", url_env = "ANTHROPIC_BASE_URL" } }
+M.PROVIDERS = PROVIDERS
+
+local BACKENDS = { ["local"] = true, modal = true }
+
+local function nonempty(s)
+  if s == nil or s == "" then return nil end
+  return s
+end
+
+--- Where the config file is, and why there.
+-- @treturn string path
+-- @treturn string "LASH_CONFIG" when that variable chose it, else "default"
+function M.path(getenv)
+  getenv = getenv or os.getenv
+  local p = nonempty(getenv("LASH_CONFIG"))
+  if p then return p, "LASH_CONFIG" end
+  local base = nonempty(getenv("XDG_CONFIG_HOME"))
+  if not base then base = (nonempty(getenv("HOME")) or ".") .. "/.config" end
+  return base .. "/lash/config.lua", "default"
+end
+
+local function expand_home(p)
+  if p:sub(1, 2) == "~/" then
+    local home = os.getenv("HOME")
+    if home then return home .. p:sub(2) end
+  end
+  return p
+end
+
+-- Run the chunk in its own coroutine with a hook that counts instructions
+-- and watches the heap; strings lose their methods meanwhile so that
+-- ("x"):rep(1e12) cannot allocate in one C call.
+local function run_data(chunk, path, env)
+  local budget = M.BUDGET
+  local co = coroutine.create(chunk)
+  local count, limit_kb = 0, collectgarbage("count") + budget.memory / 1024
+  debug.sethook(co, function()
+    count = count + 1
+    if count > budget.instructions then error("ran past its budget of " .. budget.instructions .. " instructions", 0) end
+    if collectgarbage("count") > limit_kb then error("used more than its memory budget", 0) end
+  end, "", 1)
+  local smt = getmetatable("")
+  local index = smt.__index
+  smt.__index = {}
+  local ok, err = coroutine.resume(co)
+  smt.__index = index
+  if not ok then
+    err = tostring(err)
+    if err:find("a nil value (", 1, true) then
+      err = err .. " (a config file has no globals or functions: assign data only, e.g. model = \"test\")"
+    end
+    if err:sub(1, #path + 1) == path .. ":" then return nil, err end
+    return nil, path .. ": " .. err
+  end
+  if coroutine.status(co) ~= "dead" then return nil, path .. ": a config file cannot yield" end
+  return env, err
+end
+
+local KNOWN = { model = "string", model_settings = "table", providers = "table", sandbox = "table",
+                mcp_servers = "table" }
+local PROVIDER_KEYS = { base_url = "string", api_key_env = "string", api_key_file = "string" }
+local SANDBOX_KEYS = { backend = "string" }
+local MCP_KEYS = { command = "table", env = "table", url = "string", cwd = "string" }
+
+local function sorted_names(t)
+  local names = {}
+  for k in pairs(t) do names[#names + 1] = tostring(k) end
+  table.sort(names)
+  return table.concat(names, ", ")
+end
+
+-- Every value must be data: no functions, threads or userdata anywhere.
+local function check_data(v, where, seen)
+  local t = type(v)
+  if t == "function" or t == "thread" or t == "userdata" then
+    error(where .. " is a " .. t .. "; a config file holds data only (strings, numbers, booleans, tables)", 0)
+  end
+  if t == "table" then
+    seen = seen or {}
+    if seen[v] then return end
+    seen[v] = true
+    for k, x in pairs(v) do
+      if type(k) ~= "string" and math.type(k) ~= "integer" then
+        error(where .. " has a key of type " .. type(k) .. "; use string or integer keys", 0)
+      end
+      check_data(x, where .. "." .. tostring(k), seen)
+    end
+  end
+end
+
+local function check_fields(t, known, where)
+  for k, v in pairs(t) do
+    local want = known[k]
+    if k == "api_key" then
+      error(where .. ".api_key: keys do not go in the config file; set api_key_env = \"VAR\" (the variable "
+        .. "holding it) or api_key_file = \"path\" instead", 0)
+    end
+    if not want then
+      error(where .. ": unknown setting '" .. tostring(k) .. "' (known: " .. sorted_names(known) .. ")", 0)
+    end
+    if type(v) ~= want then
+      error(where .. "." .. k .. " must be a " .. want .. ", got a " .. type(v), 0)
+    end
+  end
+end
+
+local function validate(c)
+  check_data(c, "config")
+  check_fields(c, KNOWN, "config")
+  for k in pairs(c.model_settings or {}) do
+    if type(k) ~= "string" then error("config.model_settings: keys must be names, e.g. temperature = 0.2", 0) end
+  end
+  for name, p in pairs(c.providers or {}) do
+    if not PROVIDERS[name] then
+      error("config.providers: unknown provider '" .. tostring(name) .. "' (known: " .. sorted_names(PROVIDERS) .. ")", 0)
+    end
+    if type(p) ~= "table" then error("config.providers." .. name .. " must be a table", 0) end
+    check_fields(p, PROVIDER_KEYS, "config.providers." .. name)
+  end
+  if c.sandbox then
+    check_fields(c.sandbox, SANDBOX_KEYS, "config.sandbox")
+    if c.sandbox.backend and not BACKENDS[c.sandbox.backend] then
+      error("config.sandbox.backend: unknown backend '" .. c.sandbox.backend .. "' (known: local, modal)", 0)
+    end
+  end
+  for name, s in pairs(c.mcp_servers or {}) do
+    local where = "config.mcp_servers." .. tostring(name)
+    if type(name) ~= "string" then error("config.mcp_servers: servers are named, e.g. mcp_servers = { fs = {...} }", 0) end
+    if type(s) ~= "table" then error(where .. " must be a table", 0) end
+    check_fields(s, MCP_KEYS, where)
+    if (s.command == nil) == (s.url == nil) then
+      error(where .. ": give exactly one of command = { \"program\", \"arg\", ... } or url = \"http://...\"", 0)
+    end
+    if s.command then
+      if #s.command == 0 then error(where .. ".command must list the program and its arguments", 0) end
+      for i, a in pairs(s.command) do
+        if math.type(i) ~= "integer" or type(a) ~= "string" then
+          error(where .. ".command must be a list of strings", 0)
+        end
+      end
+    end
+    for k, v in pairs(s.env or {}) do
+      if type(k) ~= "string" or type(v) ~= "string" then error(where .. ".env must map names to strings", 0) end
+    end
+  end
+  return c
+end
+
+--- Parse config text.
+-- @tparam string text the file's contents
+-- @tparam string path its name, for messages
+-- @return the config table, or nil, message
+function M.parse(text, path)
+  if #text > M.BUDGET.size then
+    return nil, path .. ": the file is larger than " .. M.BUDGET.size .. " bytes; a config file is small"
+  end
+  local env = {}
+  local chunk, err = load(text, "=" .. path, "t", env)
+  if not chunk then return nil, tostring(err) end
+  local data, ret = run_data(chunk, path, env)
+  if not data then return nil, ret end
+  if ret ~= nil then
+    if type(ret) ~= "table" or next(env) ~= nil then
+      return nil, path .. ": either assign settings (model = ...) or return one table, not both"
+    end
+    data = ret
+  end
+  local ok, verr = pcall(validate, data)
+  if not ok then return nil, path .. ": " .. tostring(verr) end
+  return data
+end
+
+--- Load the config file. A missing file at the default place is an empty
+-- config; a missing `$LASH_CONFIG` file is an error.
+-- @return config table, path; or nil, message
+function M.load(path)
+  local why
+  if not path then path, why = M.path() end
+  local f, ferr = io.open(path, "rb")
+  if not f then
+    if why == "default" and ferr:find("No such file", 1, true) then return {}, path, false end
+    return nil, "cannot read the config file " .. path .. ": " .. tostring(ferr)
+      .. (why == "LASH_CONFIG" and " (named by LASH_CONFIG)" or "")
+  end
+  local text = f:read("a")
+  f:close()
+  local c, err = M.parse(text or "", path)
+  if not c then return nil, err end
+  return c, path, true
+end
+
+local cached, cached_err
+
+--- The config of this process, loaded once.
+-- @return config table, or nil, message
+function M.get()
+  if cached == nil and cached_err == nil then
+    local c, err = M.load()
+    if c then cached = c else cached_err = err end
+  end
+  if cached then return cached end
+  return nil, cached_err
+end
+
+--- Forget the loaded config (tests).
+function M.reset()
+  cached, cached_err = nil, nil
+end
+
+local function read_key_file(path)
+  local f = io.open(expand_home(path), "rb")
+  if not f then return nil end
+  local line = f:read("l")
+  f:close()
+  return nonempty(line and line:gsub("%s+$", ""))
+end
+
+--- Where a provider's base URL and API key come from.
+-- @treturn table `{ base_url=, base_url_source=, key=, key_source= }`;
+--   sources are "env VAR", "config", "file PATH" or nil (unset)
+function M.provider(name, c)
+  c = c or M.get() or {}
+  local p = PROVIDERS[name]
+  local pc = (c.providers or {})[name] or {}
+  local out = {}
+  local env_url = nonempty(os.getenv(p.url_env))
+  if env_url then out.base_url, out.base_url_source = env_url, "env " .. p.url_env
+  elseif pc.base_url then out.base_url, out.base_url_source = pc.base_url, "config" end
+  local env_key = nonempty(os.getenv(p.key_env))
+  if env_key then out.key, out.key_source = env_key, "env " .. p.key_env
+  elseif pc.api_key_env then
+    local k = nonempty(os.getenv(pc.api_key_env))
+    out.key, out.key_source = k, k and ("env " .. pc.api_key_env) or nil
+    out.key_missing = not k and ("$" .. pc.api_key_env .. " (config api_key_env) is not set") or nil
+  elseif pc.api_key_file then
+    local k = read_key_file(pc.api_key_file)
+    out.key, out.key_source = k, k and ("file " .. pc.api_key_file) or nil
+    out.key_missing = not k and (pc.api_key_file .. " (config api_key_file) cannot be read or is empty") or nil
+  end
+  return out
+end
+
+--- Fill a provider's model options from the config: base_url and api_key
+-- when neither the options nor the provider's own variables give them.
+-- @tparam string provider e.g. "openai"
+-- Only once the CLI has taken the config in (run_defaults, or `active`
+-- set by a command), so a host embedding lash is not steered by a file in
+-- the user's home.
+-- @tparam table opts the model options (not changed)
+-- @treturn table options to pass on
+function M.model_options(provider, opts)
+  if not M.active or not PROVIDERS[provider] then return opts end
+  local c = M.get()
+  if not c or not c.providers or not c.providers[provider] then return opts end
+  local p = M.provider(provider, c)
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  if o.base_url == nil and p.base_url_source == "config" then o.base_url = p.base_url end
+  if o.api_key == nil and p.key and p.key_source ~= "env " .. PROVIDERS[provider].key_env then o.api_key = p.key end
+  return o
+end
+
+--- A named MCP server from the config, or nil.
+function M.mcp_server(name)
+  local c = M.get() or {}
+  return (c.mcp_servers or {})[name]
+end
+
+--- The run options a config and environment add to `lash run`.
+-- @tparam table agent the loaded agent
+-- @tparam table cli `model`, `backend` from the command line
+-- @treturn table `{ model=, model_settings= }` (fields nil when nothing to add)
+function M.run_defaults(agent, cli)
+  M.active = true
+  local c = M.get() or {}
+  local out = {}
+  local model = cli.model or nonempty(os.getenv("LASH_MODEL"))
+  if not model and agent.model == nil then model = c.model end
+  out.model = model
+  if c.model_settings then
+    local own = agent.model_settings or {}
+    local add
+    for k, v in pairs(c.model_settings) do
+      if own[k] == nil then add = add or {}; add[k] = v end
+    end
+    out.model_settings = add
+  end
+  return out
+end
+
+--- The sandbox backend to use: --backend, $LASH_SANDBOX_BACKEND, the
+-- config's sandbox.backend, or nil (the spec's).
+-- @treturn string|nil backend
+-- @treturn string|nil source
+function M.backend(cli_backend)
+  if cli_backend then return cli_backend, "cli" end
+  local e = nonempty(os.getenv("LASH_SANDBOX_BACKEND"))
+  if e then return e, "env LASH_SANDBOX_BACKEND" end
+  local c = M.get() or {}
+  if c.sandbox and c.sandbox.backend then return c.sandbox.backend, "config" end
+  return nil
+end
+
+--- Put a default backend (from the environment or the config) on an
+-- agent's sandbox capability; an agent without one is returned as is.
+-- @return agent, or nil, message
+function M.default_backend(agent, backend)
+  local sandbox = require "lash.capabilities.sandbox"
+  local a, err = sandbox.with_backend(agent, backend)
+  if a then return a end
+  if tostring(err):find("this one has none", 1, true) then return agent end
+  return nil, "the default sandbox backend '" .. backend .. "': " .. tostring(err)
+end
+
+--- The effective settings, each with where it came from; never a key.
+-- @tparam[opt] table cli `model`, `backend` as given on the command line
+-- @treturn table list of `{ key=, value=, source= }`, sorted by key
+function M.effective(cli)
+  cli = cli or {}
+  local c = assert(M.get())
+  local rows = {}
+  local function add(key, value, source) rows[#rows + 1] = { key = key, value = value, source = source } end
+  if cli.model then add("model", cli.model, "cli")
+  elseif nonempty(os.getenv("LASH_MODEL")) then add("model", os.getenv("LASH_MODEL"), "env LASH_MODEL")
+  elseif c.model then add("model", c.model, "config")
+  else add("model", "(the spec's)", "default") end
+  for k, v in pairs(c.model_settings or {}) do
+    add("model_settings." .. k, type(v) == "table" and require("lash.json").encode_canonical(v) or tostring(v), "config")
+  end
+  local defaults = { openai = require("lash.models.openai").DEFAULT_BASE_URL,
+                     anthropic = require("lash.models.anthropic").DEFAULT_BASE_URL }
+  for name in pairs(PROVIDERS) do
+    local p = M.provider(name, c)
+    add("providers." .. name .. ".base_url", p.base_url or defaults[name], p.base_url_source or "default")
+    if p.key then
+      add("providers." .. name .. ".api_key", "set (" .. #p.key .. " characters, not shown)", p.key_source)
+    else
+      add("providers." .. name .. ".api_key", p.key_missing or ("not set (export " .. PROVIDERS[name].key_env .. ")"),
+          "none")
+    end
+  end
+  local b, bsrc = M.backend(cli.backend)
+  add("sandbox.backend", b or "(the spec's)", bsrc or "default")
+  for name, s in pairs(c.mcp_servers or {}) do
+    local v = s.url or table.concat(s.command, " ")
+    add("mcp_servers." .. name, v, "config")
+  end
+  table.sort(rows, function(a, b2) return a.key < b2.key end)
+  return rows
+end
+
+return M
