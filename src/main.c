@@ -4,7 +4,7 @@
 ** The only option handled here is --memory-limit, because the budget must
 ** be in place before the Lua state exists.
 */
-#include "lash.h"
+#include "lash_lua.h"
 #include "lauxlib.h"
 
 #include <errno.h>
