@@ -45,8 +45,15 @@ $(BUILD)/liblash.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/liblash.so: $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# The shared library carries a soname (liblash.so.0: the ABI major), so
+# hosts link against the major and a minor update replaces the file.
+SOMAJOR   := 0
+$(BUILD)/liblash.so.$(VERSION): $(LIB_OBJ)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,liblash.so.$(SOMAJOR) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/liblash.so: $(BUILD)/liblash.so.$(VERSION)
+	ln -sf liblash.so.$(VERSION) $(BUILD)/liblash.so.$(SOMAJOR)
+	ln -sf liblash.so.$(VERSION) $@
 
 # The module a stock lua5.4 loads: it must not link liblua itself, the
 # interpreter provides the symbols.
@@ -64,7 +71,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash.a $(HDRS)
 
 $(BUILD)/lash.pc: Makefile
 	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lash\nDescription: embeddable Lua-scriptable agent harness\nVersion: %s\nRequires.private: lua5.4 libcurl yaml-0.1\nCflags: -I$${includedir}\nLibs: -L$${libdir} -llash\nLibs.private: -lm -ldl\n' '$(PREFIX)' '$(VERSION)' > $@
+	printf 'prefix=$${pcfiledir}/../..\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lash\nDescription: embeddable Lua-scriptable agent harness\nVersion: %s\nRequires.private: lua5.4 libcurl yaml-0.1\nCflags: -I$${includedir}\nLibs: -L$${libdir} -llash\nLibs.private: -lm -ldl\n' '$(VERSION)' > $@
 
 # ---- tests -------------------------------------------------------------
 
@@ -110,9 +117,11 @@ install: all
 	  $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/lash/lua/lash \
 	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/lash
 	install -m755 $(BUILD)/bin/lash $(DESTDIR)$(PREFIX)/bin/lash
-	install -m644 $(BUILD)/liblash.a $(BUILD)/liblash.so $(DESTDIR)$(PREFIX)/lib/
+	install -m644 $(BUILD)/liblash.a $(BUILD)/liblash.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf liblash.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblash.so.$(SOMAJOR)
+	ln -sf liblash.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblash.so
 	install -m644 $(BUILD)/lash.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m644 src/lash.h $(DESTDIR)$(PREFIX)/include/
+	install -m644 src/lash.h src/lash_lua.h $(DESTDIR)$(PREFIX)/include/
 	install -m755 $(BUILD)/lash/core.so $(DESTDIR)$(PREFIX)/lib/lua/5.4/lash/
 	cd lua && find lash -name '*.lua' -exec install -D -m644 {} $(DESTDIR)$(PREFIX)/share/lash/lua/{} \;
 

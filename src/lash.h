@@ -44,7 +44,19 @@
 
 #include <stddef.h>
 
-#include "lua.h"
+/* LASH_API marks the exported functions (default visibility with GCC and
+** Clang; a host may predefine it). */
+#ifndef LASH_API
+#if defined(__GNUC__) || defined(__clang__)
+#define LASH_API __attribute__((visibility("default")))
+#else
+#define LASH_API
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define LASH_VERSION_STRING "0.1.0"
 
@@ -62,6 +74,10 @@ typedef struct lash_State lash_State;
 typedef struct lash_Run lash_Run;
 typedef struct lash_Call lash_Call;
 
+/* A memory allocator, with the contract of Lua's lua_Alloc (nsize 0 frees
+** and returns NULL; otherwise realloc semantics). */
+typedef void *(*lash_Alloc)(void *ud, void *ptr, size_t osize, size_t nsize);
+
 /* Log levels passed to lash_Options.log. */
 #define LASH_LOG_DEBUG 0
 #define LASH_LOG_INFO 1
@@ -74,7 +90,7 @@ typedef struct lash_Options {
   ** and lash_Call handles, and answers in flight, use malloc. */
   size_t memory_limit;
   /* Allocator for the Lua state; NULL means realloc/free. */
-  lua_Alloc alloc;
+  lash_Alloc alloc;
   void *alloc_ud;
   /* Where lash's Lua modules live; NULL means: next to the executable,
   ** then the installed prefix, then the source tree it was built from. */
@@ -93,26 +109,15 @@ typedef struct lash_Options {
 /* ---- states ---------------------------------------------------------- */
 
 /* Fill opts with the defaults. */
-void lash_options_init(lash_Options *opts);
+LASH_API void lash_options_init(lash_Options *opts);
 
 /* Open a state with its own Lua state (opts may be NULL). Returns NULL
 ** only when memory for the state itself cannot be had. If opening failed
 ** otherwise, lash_errmsg says why and every call on S returns the failure
 ** until lash_close(S). */
-lash_State *lash_open(const lash_Options *opts);
+LASH_API lash_State *lash_open(const lash_Options *opts);
 
-/* Attach lash to a Lua state the host already has (its standard libraries
-** opened): lash's modules become loadable there (`require "lash"`) and the
-** whole API works on it. The host's allocator rules, so memory_limit and
-** alloc must be unset; lua_dir, state_root and log apply. One attachment
-** per Lua state at a time; errors as for lash_open. lash_close then
-** cancels the runs started through this API and detaches, leaving L open:
-** lash's loop lives on in L (for the host's own Lua use of lash) until the
-** host closes L. The collector: in a state of lash_open's, the first
-** budgeted lash_step sets a small step size (2^9 bytes) so garbage
-** collection splits finely; an attached state keeps the host's setting,
-** and lash_step assumes Lua's default (2^13). */
-lash_State *lash_attach(lua_State *L, const lash_Options *opts);
+/* lash_attach (a host's own Lua 5.4 state) is in lash_lua.h. */
 
 /* Cancel every task still running (attached: the runs started through
 ** this API), give them a bounded time to clean up (sandboxes are
@@ -123,24 +128,21 @@ lash_State *lash_attach(lua_State *L, const lash_Options *opts);
 ** lash installs no signal handling; to stop on a signal, note it in your
 ** handler and call lash_run_cancel or lash_close from your loop: both are
 ** async-signal-unsafe (never call them from a signal handler). */
-int lash_close(lash_State *S);
-
-/* The state's Lua state, for hosts that want to push their own values. */
-lua_State *lash_lua(lash_State *S);
+LASH_API int lash_close(lash_State *S);
 
 /* Run Lua code or a file in the state (protected, with a traceback). */
-int lash_dostring(lash_State *S, const char *code, const char *chunkname);
-int lash_dofile(lash_State *S, const char *path);
+LASH_API int lash_dostring(lash_State *S, const char *code, const char *chunkname);
+LASH_API int lash_dofile(lash_State *S, const char *path);
 
 /* Why the last call failed. Never NULL. */
-const char *lash_errmsg(lash_State *S);
+LASH_API const char *lash_errmsg(lash_State *S);
 
 /* Bytes the Lua heap uses now; change the budget (0 = unlimited; not for
 ** attached states). */
-size_t lash_memory_used(lash_State *S);
-int lash_set_memory_limit(lash_State *S, size_t limit);
+LASH_API size_t lash_memory_used(lash_State *S);
+LASH_API int lash_set_memory_limit(lash_State *S, size_t limit);
 
-const char *lash_version(void);
+LASH_API const char *lash_version(void);
 
 /* ---- stepping -------------------------------------------------------- */
 
@@ -156,15 +158,15 @@ const char *lash_version(void);
 ** to a few MiB), so garbage collection also keeps to the frame. Returns 1
 ** while work remains, 0 when idle, or a negative status. Call it once per
 ** frame. */
-int lash_step(lash_State *S, int budget_ms);
+LASH_API int lash_step(lash_State *S, int budget_ms);
 /* Run until no task is left. */
-int lash_run(lash_State *S);
+LASH_API int lash_run(lash_State *S);
 /* A file descriptor that is readable whenever lash_step has work: I/O,
 ** a due timer, or a ready task (including one made ready by
 ** lash_call_return or lash_run_approve between frames), for hosts that
 ** wait in their own poll/epoll. Wait for POLLIN, then call lash_step.
 ** The first call costs two file descriptors (an eventfd and a timerfd). */
-int lash_fd(lash_State *S);
+LASH_API int lash_fd(lash_State *S);
 
 /* ---- agents ---------------------------------------------------------- */
 
@@ -181,15 +183,15 @@ int lash_fd(lash_State *S);
 ** standard library and no budget: use it for the host's own text only.
 ** lash_load_spec_string_safe loads any other text (a user's, a
 ** download's) exactly as a file is loaded. */
-int lash_load_spec_file(lash_State *S, const char *path);
-int lash_load_spec_string(lash_State *S, const char *text, const char *name);
-int lash_load_spec_string_safe(lash_State *S, const char *text,
+LASH_API int lash_load_spec_file(lash_State *S, const char *path);
+LASH_API int lash_load_spec_string(lash_State *S, const char *text, const char *name);
+LASH_API int lash_load_spec_string_safe(lash_State *S, const char *text,
                                const char *name);
 
 /* A string the spec's instruction templates read as {{ values.key }}, for
 ** runs started from now on (a run's options may override it). value NULL
 ** removes the key. */
-int lash_set_value(lash_State *S, const char *key, const char *value);
+LASH_API int lash_set_value(lash_State *S, const char *key, const char *value);
 
 /* ---- host tools -------------------------------------------------------- */
 
@@ -206,7 +208,7 @@ typedef void (*lash_ToolFn)(lash_Call *call, const char *args_json, void *ud);
 ** json_schema: the arguments' JSON Schema, an object schema (NULL: no
 ** arguments); description may be NULL. A name already registered is
 ** LASH_EARG. */
-int lash_register_tool(lash_State *S, const char *name,
+LASH_API int lash_register_tool(lash_State *S, const char *name,
                        const char *description, const char *json_schema,
                        lash_ToolFn fn, void *ud);
 /* lash_register_tool with flags (0: the same as lash_register_tool):
@@ -218,22 +220,22 @@ int lash_register_tool(lash_State *S, const char *name,
 **     denied call's message goes to the model.
 ** Unknown flag bits are LASH_EARG. */
 #define LASH_TOOL_REQUIRES_APPROVAL 0x1u
-int lash_register_tool_ex(lash_State *S, const char *name,
+LASH_API int lash_register_tool_ex(lash_State *S, const char *name,
                           const char *description, const char *json_schema,
                           unsigned flags, lash_ToolFn fn, void *ud);
 /* Stop offering a tool; fn is not called for it any more (a model that
 ** still calls it gets "unknown tool"). Calls already delivered stay
 ** answerable. */
-int lash_unregister_tool(lash_State *S, const char *name);
+LASH_API int lash_unregister_tool(lash_State *S, const char *name);
 
 /* Answer a call: text is the result the model sees (NULL: empty). */
-int lash_call_return(lash_Call *call, const char *text);
+LASH_API int lash_call_return(lash_Call *call, const char *text);
 /* Answer with a retry prompt: the model sees message and tries again
 ** (counted against the tool's retries). */
-int lash_call_retry(lash_Call *call, const char *message);
+LASH_API int lash_call_retry(lash_Call *call, const char *message);
 /* Fail the call: the run ends with an error of kind "tool" carrying
 ** message. */
-int lash_call_fail(lash_Call *call, const char *message);
+LASH_API int lash_call_fail(lash_Call *call, const char *message);
 /* These three return LASH_EARG when the call was answered already and
 ** LASH_EGONE when its run no longer waits for it (cancelled, timed out,
 ** ended, or the state was closed). */
@@ -241,13 +243,13 @@ int lash_call_fail(lash_Call *call, const char *message);
 #define LASH_CALL_PENDING 0     /* waiting for an answer */
 #define LASH_CALL_ANSWERED 1
 #define LASH_CALL_CANCELLED 2   /* the run stopped waiting: drop the work */
-int lash_call_status(const lash_Call *call);
+LASH_API int lash_call_status(const lash_Call *call);
 /* The call's id (as in the events), the tool's name, the arguments JSON,
 ** and its run. Valid until lash_run_free. NULL for a NULL call. */
-const char *lash_call_id(const lash_Call *call);
-const char *lash_call_name(const lash_Call *call);
-const char *lash_call_args(const lash_Call *call);
-lash_Run *lash_call_run(const lash_Call *call);
+LASH_API const char *lash_call_id(const lash_Call *call);
+LASH_API const char *lash_call_name(const lash_Call *call);
+LASH_API const char *lash_call_args(const lash_Call *call);
+LASH_API lash_Run *lash_call_run(const lash_Call *call);
 
 /* ---- runs ------------------------------------------------------------ */
 
@@ -263,7 +265,7 @@ lash_Run *lash_call_run(const lash_Call *call);
 ** lash_run_free nor by lash_close, which deliver no events. fn NULL stops
 ** delivery. */
 typedef void (*lash_EventFn)(lash_Run *run, const char *event_json, void *ud);
-int lash_set_event_handler(lash_State *S, lash_EventFn fn, void *ud);
+LASH_API int lash_set_event_handler(lash_State *S, lash_EventFn fn, void *ud);
 
 /* Start a run of the loaded agent on prompt (NULL: resume the history
 ** given in the options). It begins on the next lash_step. options_json
@@ -286,7 +288,7 @@ int lash_set_event_handler(lash_State *S, lash_EventFn fn, void *ud);
 **   "output": {JSON Schema}  a structured answer: the result's "output"
 **                            is the decoded value, *output its JSON text
 ** *run receives the handle (free it with lash_run_free). */
-int lash_run_start(lash_State *S, const char *prompt,
+LASH_API int lash_run_start(lash_State *S, const char *prompt,
                    const char *options_json, lash_Run **run);
 
 #define LASH_RUN_RUNNING 0      /* working (or waiting for a host tool) */
@@ -296,7 +298,7 @@ int lash_run_start(lash_State *S, const char *prompt,
 #define LASH_RUN_FAILED 3       /* ended with an error */
 #define LASH_RUN_CANCELLED 4    /* cancelled, or its state was closed */
 /* A LASH_RUN_* value, or LASH_EARG for NULL. */
-int lash_run_status(const lash_Run *run);
+LASH_API int lash_run_status(const lash_Run *run);
 
 /* Once the run has ended: *output gets the answer text (NULL when it did
 ** not answer) and *result_json (either may be NULL) an object with
@@ -304,25 +306,29 @@ int lash_run_status(const lash_Run *run);
 ** "usage", "pending", "messages" (the history, to continue it) and, for
 ** failures, "error": {"kind", "message"}. Valid until lash_run_free.
 ** LASH_EBUSY while the run is going. */
-int lash_run_result(const lash_Run *run, const char **output,
+LASH_API int lash_run_result(const lash_Run *run, const char **output,
                     const char **result_json);
 
 /* Cancel the run: its current wait ends with a "cancelled" error, its
 ** toolsets close, and it ends as LASH_RUN_CANCELLED after the next step(s).
 ** LASH_EGONE if it had ended already. Async-signal-unsafe (see lash_close). */
-int lash_run_cancel(lash_Run *run);
+LASH_API int lash_run_cancel(lash_Run *run);
 
 /* Answer an approval_request event of this run: allow, or deny with
 ** message for the model (NULL: a default). LASH_EARG for an id the run
 ** did not ask about or an approval answered already; LASH_EGONE once the
 ** run ended. May be called before the run waits for it (e.g. from the
 ** event callback). */
-int lash_run_approve(lash_Run *run, const char *call_id, int allow,
+LASH_API int lash_run_approve(lash_Run *run, const char *call_id, int allow,
                      const char *message);
 
 /* Release the handle. A run still going is cancelled and its memory freed
 ** when it has unwound; the handle and its calls are invalid at once
 ** either way, and no more events arrive for it. */
-int lash_run_free(lash_Run *run);
+LASH_API int lash_run_free(lash_Run *run);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -14,7 +14,7 @@
 ** running. A watchdog alarm a little past the bound ends the process even
 ** if something never returns to the loop.
 */
-#include "lash.h"
+#include "lash_lua.h"
 #include "lauxlib.h"
 #include "runtime.h"
 

@@ -5,7 +5,7 @@
 ** execution with tracebacks, frame-budgeted stepping, the host's fd, and
 ** closing. Runs, tools and specs are in embed.c.
 */
-#include "lash.h"
+#include "lash_lua.h"
 #include "embed.h"
 #include "lauxlib.h"
 #include "lualib.h"
@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #ifndef LASH_PREFIX
@@ -177,7 +178,8 @@ static int file_exists(const char *p) {
 
 /* Find the directory holding lash/init.lua: explicit, next to the
 ** executable (source checkout: build/bin/../../lua; install: bin/../share/lash/lua),
-** the install prefix, then the source tree lash was built from. */
+** next to the library (install: lib/../share/lash/lua), the install
+** prefix, then the source tree lash was built from. */
 static int find_lua_dir(const char *explicit_dir, char *out, size_t n) {
   char exe[PATH_MAX / 2], probe[PATH_MAX];
   ssize_t len;
@@ -203,6 +205,23 @@ static int find_lua_dir(const char *explicit_dir, char *out, size_t n) {
       if (file_exists(probe)) {
         snprintf(out, n, "%s/../share/lash/lua", exe);
         return 1;
+      }
+    }
+  }
+  /* next to the library itself (an installed, possibly moved, prefix:
+  ** lib/liblash.so -> share/lash/lua) */
+  {
+    Dl_info info;
+    if (dladdr((void *)lash_open, &info) && info.dli_fname) {
+      char *slash;
+      snprintf(exe, sizeof exe, "%s", info.dli_fname);
+      if ((slash = strrchr(exe, '/')) != NULL) {
+        *slash = '\0';
+        snprintf(probe, sizeof probe, "%s/../share/lash/lua/lash/init.lua", exe);
+        if (file_exists(probe)) {
+          snprintf(out, n, "%s/../share/lash/lua", exe);
+          return 1;
+        }
       }
     }
   }

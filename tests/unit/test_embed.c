@@ -4,7 +4,7 @@
 ** closing with runs in flight, lash_fd, the frame budget, lash_attach and
 ** misuse of every function. Leaks are checked by running this binary
 ** under valgrind and ASan (make check). */
-#include "lash.h"
+#include "lash_lua.h"
 #include "lauxlib.h"
 #include "lualib.h"
 #include "t.h"

@@ -17,7 +17,7 @@
 #include "lauxlib.h"
 #include "lualib.h"
 
-#include "lash.h"
+#include "lash_lua.h"
 #include "t.h"
 
 int luaopen_lash_core(lua_State *L);

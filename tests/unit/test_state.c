@@ -1,6 +1,6 @@
 /* test_state.c: the embedding API of lash.h (open, run code, step, budget,
 ** close with tasks in flight, misuse). */
-#include "lash.h"
+#include "lash_lua.h"
 #include "t.h"
 
 #include <string.h>

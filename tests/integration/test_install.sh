@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `make install` into a staging DESTDIR, the prefix then moved elsewhere:
+# the installed lash.pc (relative to its own directory) still gives the
+# right flags, lash.h compiles with no Lua headers anywhere on the include
+# path, a C++17 host (examples/cpp/host.cpp, including lash.h as is) builds
+# with `pkg-config --cflags --libs lash` and runs an agent that calls its
+# tool, and the installed CLI runs. TAP.
+set -u
+cd "$(dirname "$0")/../.."
+n=0; failed=0
+ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+log=$tmp/log
+
+make -s install DESTDIR="$tmp/stage" PREFIX=/opt/lash >"$log" 2>&1
+rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "make install DESTDIR=... PREFIX=/opt/lash"
+mv "$tmp/stage/opt/lash" "$tmp/moved"
+P=$tmp/moved
+for f in lib/liblash.so lib/liblash.so.0 lib/liblash.a include/lash.h include/lash_lua.h \
+         lib/pkgconfig/lash.pc bin/lash share/lash/lua/lash/init.lua lib/lua/5.4/lash/core.so; do
+  [ -e "$P/$f" ]; ok $? "installed $f"
+done
+soname=$(readelf -d "$P/lib/liblash.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = liblash.so.0 ]; ok $? "the library's soname is liblash.so.0 (got '$soname')"
+
+export PKG_CONFIG_PATH=$P/lib/pkgconfig
+libdir=$(pkg-config --variable=libdir lash)
+[ "$(cd "$libdir" && pwd)" = "$(cd "$P/lib" && pwd)" ]; ok $? "lash.pc follows the moved prefix (libdir $libdir)"
+
+printf '#include "lash.h"\nint main(void) { return lash_version() == 0; }\n' > "$tmp/plain.c"
+cc -std=c99 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$P/include" "$tmp/plain.c" 2>"$log"
+rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "lash.h compiles as C99 with only the C standard headers"
+g++ -std=c++17 -Wall -Wextra -pedantic -Werror -fsyntax-only -x c++ -I"$P/include" "$tmp/plain.c" 2>"$log"
+rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "lash.h compiles as C++17 as is"
+
+g++ -std=c++17 -Wall -Wextra -O1 -o "$tmp/cpphost" examples/cpp/host.cpp $(pkg-config --cflags --libs lash) \
+  -Wl,-rpath,"$libdir" >"$log" 2>&1
+rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "the C++17 host builds with pkg-config --cflags --libs lash"
+(cd "$tmp" && ./cpphost) >"$log" 2>&1
+rc=$?
+ok $rc "the C++17 host runs its agent (exit $rc)"
+grep -q '^status 2: Stocked: added sword (1 items)$' "$log"; ok $? "the agent called the C++ tool and answered with its result"
+grep -q '^inventory: 1$' "$log"; ok $? "the tool changed the host's state"
+[ $failed -ne 0 ] && sed 's/^/# /' "$log"
+
+out=$(cd "$tmp" && "$P/bin/lash" eval 'return 1 + 1' 2>&1); ok $? "the installed CLI runs from the moved prefix ($out)"
+echo "1..$n"
+exit $failed
