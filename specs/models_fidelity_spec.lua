@@ -482,9 +482,13 @@ describe_or_skip("lash run --file and --output-schema", function()
     assert.equal("image", content[2].type)
     assert.equal("document", content[3].type)
     assert.equal("plain notes", content[3].source.data)
-    local last
-    for l in out:gmatch("[^\n]+") do last = json.decode(l) end
+    local last, exit_line
+    for l in out:gmatch("[^\n]+") do
+      local ev = json.decode(l)
+      if ev.type == "run_end" then last = ev elseif ev.type == "exit" then exit_line = ev end
+    end
     assert.equal("run_end", last.type)
+    assert.equal(0, exit_line.exit_code)   -- --json ends with the exit line
     assert.same({ city = "Paris", celsius = 15 }, last.output)
     assert.equal(2, last.usage.requests)
   end)
