@@ -57,10 +57,10 @@ check "create a sandbox" test -n "$ID"
 
 # --- identity ------------------------------------------------------------
 # seen from the host: which uid do the jail's processes hold?
-( sb exec "$ID" -- sh -c 'sleep 3.456' >/dev/null 2>&1 & )
+( sb exec "$ID" -- sh -c "sleep 3.456$U" >/dev/null 2>&1 & )
 host_uid=""
 for _ in $(seq 50); do
-  p=$(pgrep -f '^sleep 3[.]456' | head -1)
+  p=$(pgrep -f "^sleep 3[.]456$U\$" | head -1)
   [ -n "$p" ] && host_uid=$(ps -o uid= -p "$p" | tr -d ' ') && break
   sleep 0.05
 done
