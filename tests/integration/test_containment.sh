@@ -285,7 +285,10 @@ check "destroy removes both" test "$(ls -A "$LASH_SANDBOX_ROOT" | wc -l)" = 0
 # under an unprivileged uid with no passwd entry (setpriv), where the jail is
 # made through an unprivileged user namespace instead.
 if [ "$(id -u)" = 0 ] && [ -z "${LASH_CONTAINMENT_NESTED:-}" ]; then
-  as_uid=${LASH_CONTAINMENT_UID:-61234}
+  # a uid of this run's own: the unprivileged jails share their uid's process
+  # count, so another checkout's run (its fork bomb) under the same uid would
+  # starve this one
+  as_uid=${LASH_CONTAINMENT_UID:-$((61000 + $$ % 4000))}
   if ! command -v setpriv >/dev/null; then
     n=$((n+1)); echo "ok $n - # SKIP the unprivileged run: setpriv is missing (util-linux)"
   else
