@@ -28,7 +28,7 @@ LDLIBS    += $(PKG_LIBS) -lm -ldl
 LDFLAGS   += $(SAN)
 
 LIB_SRC   := $(filter-out src/main.c,$(wildcard src/*.c))
-LIB_OBJ   := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+LIB_OBJ   := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/jaild_blob.o
 TEST_SRC  := $(wildcard tests/unit/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard src/*.h) tests/unit/t.h
@@ -40,6 +40,17 @@ all: $(BUILD)/bin/lash $(BUILD)/liblash.a $(BUILD)/liblash.so $(BUILD)/lash/core
 $(BUILD)/obj/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The supervisor inside each local sandbox's jail: static (the jail's
+# rootfs may be any tree), never sanitized (it runs in the jail, not in
+# lash), embedded in the library (src/jaild/blob.S).
+$(BUILD)/jaild/lash-jaild: src/jaild/jaild.c src/sandbox_jaild.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -Isrc -static -s -o $@ src/jaild/jaild.c
+
+$(BUILD)/obj/jaild_blob.o: src/jaild/blob.S $(BUILD)/jaild/lash-jaild
+	@mkdir -p $(dir $@)
+	$(CC) -c -DJAILD_PATH='"$(abspath $(BUILD))/jaild/lash-jaild"' -o $@ src/jaild/blob.S
 
 $(BUILD)/liblash.a: $(LIB_OBJ)
 	@rm -f $@

@@ -292,6 +292,8 @@ typedef struct lsb_spawn_opts {
   int want_stdin;
   int pass_fd;                 /* > 0: handed to the child as fd 4 */
   int pass_fd2;                /* > 0: handed to the child as fd 5 */
+  int pass_fd3;                /* > 0: handed to the child as fd 6 */
+  int pass_fd4;                /* > 0: handed to the child as fd 7 */
   int outputs;                 /* 0: none (stdout/stderr to /dev/null),
                                ** 2: stdout and stderr pipes */
 } lsb_spawn_opts;
