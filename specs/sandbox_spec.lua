@@ -761,6 +761,10 @@ describe("lash.sandbox, local backend", function()
     local s <close> = new()
     s:exec("true")
     local before = fd_count()
+    local jail = children_of_self()
+    -- the sandbox's one jail: bwrap, a child of ours, for all its commands
+    assert.equal(1, #jail)
+    assert.truthy(jail[1]:match(" bwrap$"))
     for _ = 1, 20 do
       s:exec { "sh", "-c", "echo x; echo y >&2" }
       s:write_file("f", "x")
@@ -770,14 +774,48 @@ describe("lash.sandbox, local backend", function()
       pcall(s.exec, s, { "no-such-cmd" })
     end
     s:exec({ "sleep", "5" }, { timeout = 1 })
-    -- a killed jail's last descriptor and its reaping can trail the result
-    -- on a loaded machine: wait (bounded) for them, then compare
+    -- a killed command's last descriptor and its reaping can trail the
+    -- result on a loaded machine: wait (bounded) for them, then compare
     for _ = 1, 100 do
-      if fd_count() == before and next(children_of_self()) == nil then break end
+      if fd_count() == before and #children_of_self() == 1 then break end
       lash.sleep(0.05)
     end
     assert.equal(before, fd_count())
+    assert.same(jail, children_of_self())
+    -- destroy takes the jail down and reaps it
+    s:destroy()
     assert.same({}, children_of_self())
+    assert.equal(before - 3, fd_count())   -- its socket, pidfd and directory
+  end)
+
+  it_jail("builds the jail once: every command runs under the same supervisor", function()
+    local s <close> = new()
+    local function init()   -- the jail's pid 1 and its start time
+      return s:exec({ "sh", "-c", "cut -d' ' -f1,22 /proc/1/stat" }).stdout
+    end
+    local first = init()
+    assert.equal(first, init())
+    -- ... and a command's leftovers are gone before the next one runs
+    s:exec { "sh", "-c", "(setsid sleep 77 > /dev/null 2>&1 &); echo ok" }
+    assert.equal("0\n", s:exec({ "sh", "-c", "ps -eo comm= | grep -c '^sleep$'; true" }).stdout)
+    assert.equal(first, init())
+  end)
+
+  it_jail("starts a new jail transparently when the old one died", function()
+    local s <close> = new()
+    local first = s:exec({ "sh", "-c", "cut -d' ' -f22 /proc/1/stat" }).stdout
+    -- the jail is bwrap, our child: kill it from outside
+    local jail = children_of_self()
+    assert.equal(1, #jail)
+    os.execute("kill -9 " .. jail[1]:match("^%s*(%d+)"))
+    for _ = 1, 100 do
+      if #children_of_self() == 1 and children_of_self()[1]:match(" Z") then break end
+      lash.sleep(0.02)
+    end
+    local r = s:exec { "sh", "-c", "echo again; cut -d' ' -f22 /proc/1/stat" }
+    assert.equal("again\n", r.stdout:match("^again\n"))
+    assert.are_not.equal(first, r.stdout:match("\n(.*)$"))
+    assert.equal(1, #children_of_self())
   end)
 
   it("isolation = none: a plain process group in the workspace, killed on timeout", function()
