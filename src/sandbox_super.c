@@ -27,9 +27,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* the supervisor's static executable (jaild_blob.S) */
-extern const unsigned char lsb_jaild_image[];
-extern const unsigned char lsb_jaild_image_end[];
+/* the supervisor's static executable (src/jaild/blob.S); weak, so that a
+** build of the sources without it (the fuzz targets) still links and a
+** jail then fails with a clear message */
+extern const unsigned char lsb_jaild_image[] __attribute__((weak));
+extern const unsigned char lsb_jaild_image_end[] __attribute__((weak));
 
 #define HELLO_MS 20000            /* building a jail on a loaded machine */
 
@@ -207,10 +209,12 @@ static int strings_memfd(const char *name, char *const *v, size_t from,
 }
 
 static int image_memfd(void) {
-  int fd = memfd_create("lash-jaild", MFD_CLOEXEC), rc;
+  const unsigned char *start = lsb_jaild_image, *end = lsb_jaild_image_end;
+  int fd, rc;
+  if (!start || !end || end <= start) return -ENOEXEC;
+  fd = memfd_create("lash-jaild", MFD_CLOEXEC);
   if (fd < 0) return -errno;
-  rc = write_all(fd, lsb_jaild_image,
-                 (size_t)(lsb_jaild_image_end - lsb_jaild_image));
+  rc = write_all(fd, start, (size_t)(end - start));
   if (rc) {
     close(fd);
     return rc;
@@ -278,7 +282,14 @@ int lsb_super_start(lsb_super *s, const lsb_super_spec *spec, char *msg,
     if (argsfd < 0) rc = argsfd;
     else if (lseek(argsfd, 0, SEEK_SET) != 0) rc = -errno;
   }
-  if (!rc && (imgfd = image_memfd()) < 0) rc = imgfd;
+  if (!rc && (imgfd = image_memfd()) < 0) {
+    rc = imgfd;
+    if (rc == -ENOEXEC) {
+      snprintf(msg, msgsz, "this build of lash has no jail supervisor "
+               "(src/jaild/blob.S was not linked in)");
+      goto out;
+    }
+  }
   if (!rc && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     rc = -errno;
   if (!rc && pipe2(infop, O_CLOEXEC) != 0) rc = -errno;
