@@ -371,6 +371,13 @@ int main(int argc, char **argv) {
   int sfd, devnull;
   long left = argc > 1 ? strtol(argv[1], NULL, 10) : 0;
   struct timespec t0;
+  /* only ever pid 1 of a jail's own pid namespace: anywhere else its
+  ** kill(-1) would reach every process of the caller's uid */
+  if (getpid() != 1) {
+    static const char m[] = "lash-jaild: runs only as pid 1 of a lash jail\n";
+    if (write(2, m, sizeof m - 1) < 0) { /* nothing more to say */ }
+    return 120;
+  }
   /* never ptraceable by the commands, which share its uid */
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (dup2(LSB_JD_CTL_FD, CTL) != CTL) return 121;
