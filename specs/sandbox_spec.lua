@@ -793,8 +793,13 @@ describe("lash.sandbox, local backend", function()
     local function init()   -- the jail's pid 1 and its start time
       return s:exec({ "sh", "-c", "cut -d' ' -f1,22 /proc/1/stat" }).stdout
     end
+    local function own_pid() return tonumber(s:exec({ "sh", "-c", "echo $$" }).stdout) end
     local first = init()
     assert.equal(first, init())
+    -- one pid namespace for all: pids go on counting (a fresh jail would
+    -- give every command the same low pid)
+    local p1 = own_pid()
+    assert.is_true(own_pid() > p1)
     -- ... and a command's leftovers are gone before the next one runs
     s:exec { "sh", "-c", "(setsid sleep 77 > /dev/null 2>&1 &); echo ok" }
     assert.equal("0\n", s:exec({ "sh", "-c", "ps -eo comm= | grep -c '^sleep$'; true" }).stdout)
