@@ -82,6 +82,21 @@ for k in $KS; do
     row "agent K=$k: bare bwrap per command (old floor)" "$(ms "${med[bwrap]}")" "ms" "$(over "${med[bwrap]}")"
   fi
   for kind in $kinds; do echo "$k $kind ${med[$kind]}" >>"$tmp/goals"; done
+  # cold start in instructions (callgrind): repeatable on a loaded machine,
+  # where wall time at K=0 is mostly the scheduler's
+  if [ "$k" -eq 0 ] && command -v valgrind >/dev/null; then
+    ins=""
+    for kind in floor none; do
+      OPENAI_BASE_URL=http://127.0.0.1:$port/v1 valgrind --tool=callgrind \
+        --callgrind-out-file="$tmp/cg.$kind" $(cmd_of "$kind") >/dev/null 2>"$tmp/cg.err" || exit 1
+      n=$(sed -n 's/.*Collected : *//p' "$tmp/cg.err")
+      ins="$ins $n"
+      echo "ins $kind $n" >>"$tmp/goals"
+    done
+    read -r fi ni <<<"$ins"
+    row "agent K=0: instructions, C floor / lash isolation none (callgrind)" \
+        "$(awk -v f="$fi" -v n="$ni" 'BEGIN { printf "%.1f / %.1f", f / 1e6, n / 1e6 }')" "M" "one run each"
+  fi
   if [ "$k" -eq 200 ] && [ -x /usr/bin/time ]; then
     rss=""
     for kind in $kinds; do
@@ -100,6 +115,7 @@ done
 goal() { row "goal: $1" "$2" "$3" "$4"; }
 awk -v jail="$jail" '
   $1 == "rss" { rss[$2] = $3; next }
+  $1 == "ins" { ins[$2] = $3; next }
   { t[$1, $2] = $3; ks[$1] = 1 }
   END {
     for (k in ks) {
@@ -114,6 +130,7 @@ awk -v jail="$jail" '
         printf "K=%d sandboxed agent / unsandboxed floor|%.2f|x|aim <= 1.5 (%+.3f ms/step; a bwrap per command: %.2fx)\n", k, t[k, "sandbox"] / f, (t[k, "sandbox"] - f) / k / 1000, t[k, "bwrap"] / f
       }
     }
+    if ("none" in ins) printf "cold start (K=0) in instructions, lash isolation none / floor|%.2f|x|aim <= 1.5 (callgrind; the wall-time ratio above is noisier)\n", ins["none"] / ins["floor"]
     if ("none" in rss) printf "peak RSS K=200, lash isolation none|%s|MiB|floor %s MiB\n", rss["none"], rss["floor"]
     if ("sandbox" in rss) printf "peak RSS K=200, lash sandbox capability|%s|MiB|aim <= 15\n", rss["sandbox"]
   }' "$tmp/goals" | sort -t'|' -k1,1V | while IFS='|' read -r a b c d; do goal "$a" "$b" "$c" "$d"; done
