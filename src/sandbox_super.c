@@ -350,13 +350,10 @@ int lsb_super_start(lsb_super *s, const lsb_super_spec *spec, char *msg,
     if (!msg[0]) snprintf(msg, msgsz, "the jail's supervisor did not start");
     break;
   }
-  if (!rc) {
-    s->init_pidfd = read_init_pidfd(infop[0]);
-    if (s->init_pidfd < 0) {
-      rc = -ESRCH;
-      snprintf(msg, msgsz, "cannot find the jail's pid 1");
-    }
-  }
+  /* a pidfd on the jail's pid 1 kills it whatever bwrap does; without
+  ** one (kernels before 5.3) killing bwrap does, through the pid 1's
+  ** parent-death signal (--die-with-parent) */
+  if (!rc) s->init_pidfd = read_init_pidfd(infop[0]);
   if (!rc) {
     s->job_dirfd = fcntl(spec->box_dirfd, F_DUPFD_CLOEXEC, 3);
     if (s->job_dirfd < 0 ||
