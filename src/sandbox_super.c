@@ -21,7 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -208,12 +212,65 @@ static int strings_memfd(const char *name, char *const *v, size_t from,
   return fd;
 }
 
+/* Where the image lies in the file it was loaded from (the library or the
+** executable), by /proc/self/maps: 0 and an open fd at *off, or -1. The
+** file must still be the mapped one (same device and inode). */
+static int image_file(const void *image, off_t *off) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  char line[4096 + 128];
+  uintptr_t a = (uintptr_t)image;
+  int fd = -1;
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi, foff, ino;
+    unsigned int maj, min;
+    int n = 0;
+    char *path;
+    struct stat st;
+    if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu %n", &lo, &hi, &foff, &maj,
+               &min, &ino, &n) != 6 || a < lo || a >= hi)
+      continue;
+    path = line + n;
+    path[strcspn(path, "\n")] = '\0';
+    if (path[0] != '/' || ino == 0) break;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_ino != ino ||
+                    major(st.st_dev) != maj || minor(st.st_dev) != min)) {
+      close(fd);
+      fd = -1;
+    }
+    *off = (off_t)(a - lo + foff);
+    break;
+  }
+  fclose(f);
+  return fd;
+}
+
 static int image_memfd(void) {
   const unsigned char *start = lsb_jaild_image, *end = lsb_jaild_image_end;
   int fd, rc;
   if (!start || !end || end <= start) return -ENOEXEC;
   fd = memfd_create("lash-jaild", MFD_CLOEXEC);
   if (fd < 0) return -errno;
+  /* copied file to file by the kernel: the ~700 KiB never get mapped into
+  ** this process (its peak RSS); from memory when that cannot be done */
+  {
+    off_t off = 0;
+    size_t len = (size_t)(end - start), done = 0;
+    int src = image_file(start, &off);
+    while (src >= 0 && done < len) {
+      ssize_t n = sendfile(fd, src, &off, len - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += (size_t)n;
+    }
+    if (src >= 0) close(src);
+    if (done == len) return fd;
+    if (done && (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)) {
+      close(fd);
+      return -errno;
+    }
+  }
   rc = write_all(fd, start, (size_t)(end - start));
   if (rc) {
     close(fd);

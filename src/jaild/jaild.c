@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -66,6 +65,24 @@ static void reply(uint32_t type, uint32_t id, int32_t status, uint32_t stage) {
 
 /* ---- killing what a command left behind ---------------------------- */
 
+/* Decimal parsing and formatting by hand: no stdio in this program, which
+** keeps the static executable small (lash maps it to hand it to bwrap). */
+static const char *parse_long(const char *p, long *out) {
+  long v = 0;
+  int neg = 0, any = 0;
+  while (*p == ' ') p++;
+  if (*p == '-') {
+    neg = 1;
+    p++;
+  }
+  while (*p >= '0' && *p <= '9') {
+    v = v * 10 + (*p++ - '0');
+    any = 1;
+  }
+  *out = neg ? -v : v;
+  return any ? p : NULL;
+}
+
 typedef struct proc {
   pid_t pid, ppid, sid;
 } proc;
@@ -79,11 +96,16 @@ static int read_procs(void) {
   if (!d) return 0;
   while ((e = readdir(d)) != NULL && n < MAX_PROCS) {
     char path[64], buf[512], *p;
+    const char *q;
     int fd;
     ssize_t r;
-    long pid = strtol(e->d_name, &p, 10);
-    if (*p || pid <= 1) continue;
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    long pid;
+    size_t nl = strlen(e->d_name);
+    q = parse_long(e->d_name, &pid);
+    if (!q || *q || pid <= 1 || nl > 20) continue;
+    memcpy(path, "/proc/", 6);
+    memcpy(path + 6, e->d_name, nl);
+    memcpy(path + 6 + nl, "/stat", 6);
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) continue;
     r = read(fd, buf, sizeof buf - 1);
     close(fd);
@@ -93,13 +115,17 @@ static int read_procs(void) {
     ** last ')' ends it */
     if (!(p = strrchr(buf, ')'))) continue;
     {
-      char st;
-      int ppid, pgrp, sid;
-      if (sscanf(p + 1, " %c %d %d %d", &st, &ppid, &pgrp, &sid) != 4)
+      long ppid, pgrp, sid;
+      q = p + 1;
+      while (*q == ' ') q++;
+      if (!*q) continue;
+      q++;                                   /* the state letter */
+      if (!(q = parse_long(q, &ppid)) || !(q = parse_long(q, &pgrp)) ||
+          !parse_long(q, &sid))
         continue;
       procs[n].pid = (pid_t)pid;
-      procs[n].ppid = ppid;
-      procs[n].sid = sid;
+      procs[n].ppid = (pid_t)ppid;
+      procs[n].sid = (pid_t)sid;
       n++;
     }
   }
@@ -369,8 +395,9 @@ static void do_kill(uint32_t id) {
 int main(int argc, char **argv) {
   sigset_t mask;
   int sfd, devnull;
-  long left = argc > 1 ? strtol(argv[1], NULL, 10) : 0;
+  long left = 0;
   struct timespec t0;
+  if (argc > 1 && !parse_long(argv[1], &left)) left = 0;
   /* only ever pid 1 of a jail's own pid namespace: anywhere else its
   ** kill(-1) would reach every process of the caller's uid */
   if (getpid() != 1) {
