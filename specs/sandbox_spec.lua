@@ -839,6 +839,41 @@ describe("lash.sandbox, local backend", function()
     assert.equal("start_failed", catch(s.exec, s, { "no-such-command-xyz" }).code)
   end)
 
+  it_jail("another process runs the sandbox's commands in a jail of its own; destroy ends both", function()
+    local s = new()
+    assert.equal("mine\n", s:exec({ "echo", "mine" }).stdout)
+    local script = os.tmpname()
+    local f = io.open(script, "w")
+    f:write(string.format([[
+      package.path = %q
+      package.cpath = %q
+      local lash = require "lash"
+      local s = lash.sandbox.open(arg[1], { state_root = arg[2] })
+      io.write(s:exec({ "sh", "-c", "echo theirs; exec sleep 7654" }).exit_code)
+    ]], package.path, package.cpath))
+    f:close()
+    local other = io.popen("lua5.4 '" .. script .. "' " .. s.id .. " '" .. root .. "'", "r")
+    local function jailed_sleeps()
+      local p = popen("pgrep -f '^sleep 7654$' | wc -l")
+      local n = tonumber(p:read("a"):match("%d+"))
+      p:close()
+      return n
+    end
+    for _ = 1, 200 do
+      if jailed_sleeps() == 1 then break end
+      lash.sleep(0.05)
+    end
+    assert.equal(1, jailed_sleeps())
+    -- ours still works alongside, in our own jail
+    assert.equal("mine again\n", s:exec({ "echo", "mine again" }).stdout)
+    -- destroy (here) kills the other process's jail too: its command ends
+    s:destroy()
+    assert.equal("137", other:read("a"))
+    other:close()
+    os.remove(script)
+    assert.equal(0, jailed_sleeps())
+  end)
+
   it_jail("two processes racing to attach: exactly one wins", function()
     local s <close> = new { owner = "race" }
     local script = os.tmpname()
