@@ -1,13 +1,15 @@
 /*
 ** sandbox_local.c: the "local" sandbox backend (the slots of sandbox.h).
-** A sandbox is a directory under the state root (sandbox_state.c); every
-** command runs in a fresh bubblewrap jail over its workspace
-** (sandbox_jail.c) and every file operation in a helper child that sees
-** the same view with the jail's credentials (sandbox_view.c). This file
-** ties them to Lua and to the event loop: metadata as JSON (json.c),
-** expiry checks, the exec op (pipes read into tail rings as output
-** arrives, a deadline that kills the whole jail, cancellation that does
-** the same) and the file-op op, both waiting through lash_wait_yield.
+** A sandbox is a directory under the state root (sandbox_state.c); its
+** commands run in one bubblewrap jail over its workspace (sandbox_jail.c),
+** built at its first command and run by a supervisor inside it
+** (sandbox_super.c, one per sandbox and lua_State), and every file
+** operation in a helper child that sees the same view with the jail's
+** credentials (sandbox_view.c). This file ties them to Lua and to the event
+** loop: metadata as JSON (json.c), expiry checks, the exec op (pipes read
+** into tail rings as output arrives, a deadline that kills the command and
+** what it left behind, cancellation that does the same) and the file-op
+** op, both waiting through lash_wait_yield.
 **
 ** Resources held across Lua calls that may raise (locks, view fds) live
 ** in to-be-closed userdata, so an error never leaks them; ops that wait
@@ -901,7 +903,7 @@ static void exec_teardown(exec_op *op) {
     lash_child_stop(op->loop, &op->child);
     while (waitpid(op->pid, &st, 0) < 0 && errno == EINTR) {}
     if (op->group) kill(-op->pid, SIGKILL);
-      op->running = 0;
+    op->running = 0;
     exec_wait_gone(op, 1000);
   }
   exec_stop_io(op);

@@ -9,6 +9,8 @@
 **                    holds the jail's credentials;
 **   sandbox_jail.c   the jail policy as a bubblewrap command line, masks
 **                    for host secrets, rlimits, and spawning a jailed child;
+**   sandbox_super.c  the jail built once per sandbox, and the requests to
+**                    its supervisor (src/jaild/jaild.c) that run commands;
 **   sandbox_local.c  the backend slots (see sandbox.h) tying these together.
 ** Nothing here touches Lua except sandbox_local.c.
 */
