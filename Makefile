@@ -28,18 +28,38 @@ LDLIBS    += $(PKG_LIBS) -lm -ldl
 LDFLAGS   += $(SAN)
 
 LIB_SRC   := $(filter-out src/main.c,$(wildcard src/*.c))
-LIB_OBJ   := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+LIB_OBJ   := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/jaild_blob.o
+# lash's Lua modules precompiled (src/lbytecode.c loads them when they are
+# at least as new as their sources); luac comes with Debian's lua5.4.
+LUAC      ?= luac5.4
+LUA_SRC   := $(shell find lua/lash -name '*.lua')
+LUAC_OUT  := $(LUA_SRC:lua/%.lua=$(BUILD)/luac/%.luac)
 TEST_SRC  := $(wildcard tests/unit/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard src/*.h) tests/unit/t.h
 
 .PHONY: all test check deps clean install examples bench fuzz unit specs integration rock rock-install
 
-all: $(BUILD)/bin/lash $(BUILD)/liblash.a $(BUILD)/liblash.so $(BUILD)/lash/core.so $(BUILD)/lash.pc $(TEST_BIN)
+all: $(BUILD)/bin/lash $(BUILD)/liblash.a $(BUILD)/liblash.so $(BUILD)/lash/core.so $(BUILD)/lash.pc $(TEST_BIN) $(LUAC_OUT)
 
 $(BUILD)/obj/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The supervisor inside each local sandbox's jail: static (the jail's
+# rootfs may be any tree), never sanitized (it runs in the jail, not in
+# lash), embedded in the library (src/jaild/blob.S).
+$(BUILD)/jaild/lash-jaild: src/jaild/jaild.c src/sandbox_jaild.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -Isrc -static -s -o $@ src/jaild/jaild.c
+
+$(BUILD)/obj/jaild_blob.o: src/jaild/blob.S $(BUILD)/jaild/lash-jaild
+	@mkdir -p $(dir $@)
+	$(CC) -c -DJAILD_PATH='"$(abspath $(BUILD))/jaild/lash-jaild"' -o $@ src/jaild/blob.S
+
+$(BUILD)/luac/%.luac: lua/%.lua
+	@mkdir -p $(dir $@)
+	$(LUAC) -o $@ $(abspath $<)
 
 $(BUILD)/liblash.a: $(LIB_OBJ)
 	@rm -f $@
@@ -124,6 +144,7 @@ install: all
 	install -m644 src/lash.h src/lash_lua.h $(DESTDIR)$(PREFIX)/include/
 	install -m755 $(BUILD)/lash/core.so $(DESTDIR)$(PREFIX)/lib/lua/5.4/lash/
 	cd lua && find lash -name '*.lua' -exec install -D -m644 {} $(DESTDIR)$(PREFIX)/share/lash/lua/{} \;
+	cd $(BUILD)/luac && find lash -name '*.luac' -exec install -D -m644 {} $(DESTDIR)$(PREFIX)/share/lash/luac/{} \;
 
 clean:
 	rm -rf build build-san build-rock

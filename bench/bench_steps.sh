@@ -5,12 +5,13 @@
 # run_command {"command": "echo step N"} until K results, then "done"):
 #   floor     bench/agent_floor.c: libcurl + fork/exec of sh -c per command
 #   none      lash run bench/steps_none.lua (a local sandbox, isolation "none")
-#   sandbox   lash run bench/steps_sandbox.lua (the sandbox capability: a
-#             bubblewrap jail per command)
+#   sandbox   lash run bench/steps_sandbox.lua (the sandbox capability: one
+#             bubblewrap jail per sandbox, its supervisor runs each command)
 #   bwrap     the floor with a bare bwrap command line before every command
 # Medians of LASH_BENCH_STEPS_RUNS (default 5; 3 at K=1000), the four kinds
 # interleaved so load hits them alike; per-step overhead = (median - floor
-# median) / K; peak RSS from /usr/bin/time -v at K=200.
+# median) / K; peak RSS from /usr/bin/time -v at K=200. Ends with issue
+# 15's goals, each measured in this run next to its aim.
 set -u
 cd "$(dirname "$0")/.."
 B=${LASH_BUILD:-build}
@@ -42,8 +43,8 @@ cmd_of() {
   case $1 in
     floor) echo "$out/agent_floor $port" ;;
     bwrap) echo "$out/agent_floor $port ${BWRAP[*]}" ;;
-    none) echo "$LASH_BIN run bench/steps_none.lua go --no-stream --max-steps 100000" ;;
-    sandbox) echo "$LASH_BIN run bench/steps_sandbox.lua go --no-stream --max-steps 100000" ;;
+    none) echo "$LASH_BIN run --trust bench/steps_none.lua go --no-stream --max-steps 100000" ;;
+    sandbox) echo "$LASH_BIN run --trust bench/steps_sandbox.lua go --no-stream --max-steps 100000" ;;
   esac
 }
 # wall time of one run in ms
@@ -80,13 +81,58 @@ for k in $KS; do
     row "agent K=$k: lash, sandbox capability" "$(ms "${med[sandbox]}")" "ms" "$(over "${med[sandbox]}"); bare bwrap per command $(awk -v a="${med[bwrap]}" -v f="$f" -v k="$k" 'BEGIN { if (k > 0) printf "%+.3f ms/step", (a - f) / k / 1000; else printf "%.1f ms", a / 1000 }')"
     row "agent K=$k: bare bwrap per command (old floor)" "$(ms "${med[bwrap]}")" "ms" "$(over "${med[bwrap]}")"
   fi
+  for kind in $kinds; do echo "$k $kind ${med[$kind]}" >>"$tmp/goals"; done
+  # cold start in instructions (callgrind): repeatable on a loaded machine,
+  # where wall time at K=0 is mostly the scheduler's
+  if { [ "$k" -eq 0 ] || [ "$k" -eq 20 ]; } && command -v valgrind >/dev/null; then
+    ins=""
+    for kind in floor none; do
+      OPENAI_BASE_URL=http://127.0.0.1:$port/v1 valgrind --tool=callgrind \
+        --callgrind-out-file="$tmp/cg.$kind" $(cmd_of "$kind") >/dev/null 2>"$tmp/cg.err" || exit 1
+      n=$(sed -n 's/.*Collected : *//p' "$tmp/cg.err")
+      ins="$ins $n"
+      echo "ins$k $kind $n" >>"$tmp/goals"
+    done
+    read -r fi ni <<<"$ins"
+    row "agent K=$k: instructions, C floor / lash isolation none (callgrind)" \
+        "$(awk -v f="$fi" -v n="$ni" 'BEGIN { printf "%.1f / %.1f", f / 1e6, n / 1e6 }')" "M" "one run each; commands not counted"
+  fi
   if [ "$k" -eq 200 ] && [ -x /usr/bin/time ]; then
     rss=""
     for kind in $kinds; do
       OPENAI_BASE_URL=http://127.0.0.1:$port/v1 /usr/bin/time -v $(cmd_of "$kind") >/dev/null 2>"$tmp/rss" || exit 1
-      rss="$rss, $kind $(awk -F: '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$tmp/rss")"
+      r=$(awk -F: '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$tmp/rss")
+      rss="$rss, $kind $r"
+      echo "rss $kind $r" >>"$tmp/goals"
     done
     row "agent K=200: peak RSS, whole process (/usr/bin/time -v)" "${rss#, }" "MiB" "one run each"
   fi
   kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; srv=
 done
+
+# issue 15's goals, from the medians above (same run, side by side)
+[ -s "$tmp/goals" ] || exit 0
+goal() { row "goal: $1" "$2" "$3" "$4"; }
+awk -v jail="$jail" '
+  $1 == "rss" { rss[$2] = $3; next }
+  $1 == "ins0" { ins[$2] = $3; next }
+  $1 == "ins20" { ins20[$2] = $3; next }
+  { t[$1, $2] = $3; ks[$1] = 1 }
+  END {
+    for (k in ks) {
+      f = t[k, "floor"]
+      if (k == 0) {
+        printf "cold start (K=0), lash isolation none / floor|%.2f|x|aim <= 1.5\n", t[k, "none"] / f
+        if (jail) printf "cold start (K=0), lash sandbox capability / floor|%.2f|x|the jail is built at the first command, not at start\n", t[k, "sandbox"] / f
+        continue
+      }
+      printf "K=%d per-step overhead, lash isolation none|%+.3f|ms/step|aim <= +0.3 (%.2fx the floor)\n", k, (t[k, "none"] - f) / k / 1000, t[k, "none"] / f
+      if (jail) {
+        printf "K=%d sandboxed agent / unsandboxed floor|%.2f|x|aim <= 1.5 (%+.3f ms/step; a bwrap per command: %.2fx)\n", k, t[k, "sandbox"] / f, (t[k, "sandbox"] - f) / k / 1000, t[k, "bwrap"] / f
+      }
+    }
+    if ("none" in ins20) printf "K=20 instructions per step over the floor, lash isolation none|%.2f|M/step|load-independent view of the +0.3 ms/step aim (%.2f M of it is the cold start spread over 20 steps)\n", (ins20["none"] - ins20["floor"]) / 20e6, ("none" in ins) ? (ins["none"] - ins["floor"]) / 20e6 : 0
+    if ("none" in ins) printf "cold start (K=0) in instructions, lash isolation none / floor|%.2f|x|aim <= 1.5 (callgrind; the wall-time ratio above is noisier)\n", ins["none"] / ins["floor"]
+    if ("none" in rss) printf "peak RSS K=200, lash isolation none|%s|MiB|floor %s MiB\n", rss["none"], rss["floor"]
+    if ("sandbox" in rss) printf "peak RSS K=200, lash sandbox capability|%s|MiB|aim <= 15\n", rss["sandbox"]
+  }' "$tmp/goals" | sort -t'|' -k1,1V | while IFS='|' read -r a b c d; do goal "$a" "$b" "$c" "$d"; done

@@ -3,15 +3,17 @@
 ** very command line lash's local backend uses for an existing sandbox
 ** (same view, same masks, same options: lsb_view_build + lsb_jail_argv from
 ** liblash.a), then runs `bwrap <that> -- CMD...` N times with plain
-** fork/exec (taking uid/gid 65534 first when run as root, as the jail
-** does; no pipes, no limits, no loop) and prints the median and p90
-** wall time per run in milliseconds.
+** fork/exec (taking the sandbox's own uid/gid first when run as root, as
+** the jail does; no pipes, no limits, no loop) and prints the median and
+** p90 wall time per run in milliseconds. BWRAP "-" runs CMD itself, with
+** no jail at all: the bare fork/exec floor.
 **
 ** usage: sandbox_bare N STATE_ROOT ID WORKDIR BWRAP CMD [ARGS...]
 */
 #include "sandbox_local.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,10 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  int n, i, root = geteuid() == 0, du;
+  int n, i, root = geteuid() == 0, du, bare;
+  uid_t uid = 65534;
+  gid_t gid = 65534;
+  struct stat st;
   char box[4096];
   lsb_view *v;
   lsb_layout lay;
@@ -47,7 +52,14 @@ int main(int argc, char **argv) {
     return 2;
   }
   n = atoi(argv[1]);
+  snprintf(box, sizeof box, "%s/%s/workspace", argv[2], argv[3]);
+  /* as root each sandbox has a host uid of its own: its workspace's owner */
+  if (stat(box, &st) == 0 && st.st_uid != 0) {
+    uid = st.st_uid;
+    gid = st.st_gid;
+  }
   snprintf(box, sizeof box, "%s/%s", argv[2], argv[3]);
+  bare = strcmp(argv[5], "-") == 0;
   snprintf(home, sizeof home, "HOME=%s", argv[4]);
   env[1] = home;
   v = calloc(1, sizeof *v);
@@ -65,8 +77,14 @@ int main(int argc, char **argv) {
   j.cwd = argv[4];
   j.disable_userns = du;
   j.env = env;
+  j.inner_uid = root && uid >= LSB_UID_BASE ? LSB_INNER_UID : 0;
   lsb_argv_init(&a);
-  if (lsb_jail_argv(&j, (const char *const *)argv + 6, &a) != 0) return 1;
+  if (bare) {
+    for (i = 6; i < argc; i++) lsb_argv_add(&a, argv[i]);
+    if (a.oom) return 1;
+  } else if (lsb_jail_argv(&j, (const char *const *)argv + 6, &a) != 0) {
+    return 1;
+  }
   for (i = 0; i < n; i++) {
     double t0 = now();
     int st;
@@ -76,10 +94,11 @@ int main(int argc, char **argv) {
       dup2(fd, 0);
       dup2(fd, 1);
       if (root && (syscall(SYS_setgroups, 0, NULL) != 0 ||
-                   syscall(SYS_setresgid, 65534, 65534, 65534) != 0 ||
-                   syscall(SYS_setresuid, 65534, 65534, 65534) != 0))
+                   syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+                   syscall(SYS_setresuid, uid, uid, uid) != 0))
         _exit(126);
-      execv(a.v[0], a.v);
+      if (bare) execvp(a.v[0], a.v);
+      else execv(a.v[0], a.v);
       _exit(127);
     }
     waitpid(pid, &st, 0);

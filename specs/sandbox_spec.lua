@@ -774,6 +774,10 @@ describe("lash.sandbox, local backend", function()
     local s <close> = new()
     s:exec("true")
     local before = fd_count()
+    local jail = children_of_self()
+    -- the sandbox's one jail: bwrap, a child of ours, for all its commands
+    assert.equal(1, #jail)
+    assert.truthy(jail[1]:match(" bwrap$"))
     for _ = 1, 20 do
       s:exec { "sh", "-c", "echo x; echo y >&2" }
       s:write_file("f", "x")
@@ -783,14 +787,53 @@ describe("lash.sandbox, local backend", function()
       pcall(s.exec, s, { "no-such-cmd" })
     end
     s:exec({ "sleep", "5" }, { timeout = 1 })
-    -- a killed jail's last descriptor and its reaping can trail the result
-    -- on a loaded machine: wait (bounded) for them, then compare
+    -- a killed command's last descriptor and its reaping can trail the
+    -- result on a loaded machine: wait (bounded) for them, then compare
     for _ = 1, 100 do
-      if fd_count() == before and next(children_of_self()) == nil then break end
+      if fd_count() == before and #children_of_self() == 1 then break end
       lash.sleep(0.05)
     end
     assert.equal(before, fd_count())
+    assert.same(jail, children_of_self())
+    -- destroy takes the jail down and reaps it
+    s:destroy()
     assert.same({}, children_of_self())
+    assert.equal(before - 3, fd_count())   -- its socket, pidfd and directory
+  end)
+
+  it_jail("builds the jail once: every command runs under the same supervisor", function()
+    local s <close> = new()
+    local function init()   -- the jail's pid 1 and its start time
+      return s:exec({ "sh", "-c", "cut -d' ' -f1,22 /proc/1/stat" }).stdout
+    end
+    local function own_pid() return tonumber(s:exec({ "sh", "-c", "echo $$" }).stdout) end
+    local first = init()
+    assert.equal(first, init())
+    -- one pid namespace for all: pids go on counting (a fresh jail would
+    -- give every command the same low pid)
+    local p1 = own_pid()
+    assert.is_true(own_pid() > p1)
+    -- ... and a command's leftovers are gone before the next one runs
+    s:exec { "sh", "-c", "(setsid sleep 77 > /dev/null 2>&1 &); echo ok" }
+    assert.equal("0\n", s:exec({ "sh", "-c", "ps -eo comm= | grep -c '^sleep$'; true" }).stdout)
+    assert.equal(first, init())
+  end)
+
+  it_jail("starts a new jail transparently when the old one died", function()
+    local s <close> = new()
+    local first = s:exec({ "sh", "-c", "cut -d' ' -f22 /proc/1/stat" }).stdout
+    -- the jail is bwrap, our child: kill it from outside
+    local jail = children_of_self()
+    assert.equal(1, #jail)
+    os.execute("kill -9 " .. jail[1]:match("^%s*(%d+)"))
+    for _ = 1, 100 do
+      if #children_of_self() == 1 and children_of_self()[1]:match(" Z") then break end
+      lash.sleep(0.02)
+    end
+    local r = s:exec { "sh", "-c", "echo again; cut -d' ' -f22 /proc/1/stat" }
+    assert.equal("again\n", r.stdout:match("^again\n"))
+    assert.are_not.equal(first, r.stdout:match("\n(.*)$"))
+    assert.equal(1, #children_of_self())
   end)
 
   it("isolation = none: a plain process group in the workspace, killed on timeout", function()
@@ -804,6 +847,41 @@ describe("lash.sandbox, local backend", function()
     assert.is_true(r.timed_out)
     assert.equal(0, survivors("sleep 9[12][.]" .. RUN))
     assert.equal("start_failed", catch(s.exec, s, { "no-such-command-xyz" }).code)
+  end)
+
+  it_jail("another process runs the sandbox's commands in a jail of its own; destroy ends both", function()
+    local s = new()
+    assert.equal("mine\n", s:exec({ "echo", "mine" }).stdout)
+    local script = os.tmpname()
+    local f = io.open(script, "w")
+    f:write(string.format([[
+      package.path = %q
+      package.cpath = %q
+      local lash = require "lash"
+      local s = lash.sandbox.open(arg[1], { state_root = arg[2] })
+      io.write(s:exec({ "sh", "-c", "echo theirs; exec sleep 7654" }).exit_code)
+    ]], package.path, package.cpath))
+    f:close()
+    local other = io.popen("lua5.4 '" .. script .. "' " .. s.id .. " '" .. root .. "'", "r")
+    local function jailed_sleeps()
+      local p = popen("pgrep -f '^sleep 7654$' | wc -l")
+      local n = tonumber(p:read("a"):match("%d+"))
+      p:close()
+      return n
+    end
+    for _ = 1, 200 do
+      if jailed_sleeps() == 1 then break end
+      lash.sleep(0.05)
+    end
+    assert.equal(1, jailed_sleeps())
+    -- ours still works alongside, in our own jail
+    assert.equal("mine again\n", s:exec({ "echo", "mine again" }).stdout)
+    -- destroy (here) kills the other process's jail too: its command ends
+    s:destroy()
+    assert.equal("137", other:read("a"))
+    other:close()
+    os.remove(script)
+    assert.equal(0, jailed_sleeps())
   end)
 
   it_jail("two processes racing to attach: exactly one wins", function()

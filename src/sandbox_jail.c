@@ -335,13 +335,18 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
     /* both moved up first, so that dup2 onto 4 cannot clobber the other */
     int p1 = o->pass_fd > 0 ? fcntl(o->pass_fd, F_DUPFD, 10) : -1;
     int p2 = o->pass_fd2 > 0 ? fcntl(o->pass_fd2, F_DUPFD, 10) : -1;
+    int p3 = o->pass_fd3 > 0 ? fcntl(o->pass_fd3, F_DUPFD, 10) : -1;
+    int p4 = o->pass_fd4 > 0 ? fcntl(o->pass_fd4, F_DUPFD, 10) : -1;
     if ((o->pass_fd > 0 && (p1 < 0 || dup2(p1, 4) < 0)) ||
-        (o->pass_fd2 > 0 && (p2 < 0 || dup2(p2, 5) < 0)))
+        (o->pass_fd2 > 0 && (p2 < 0 || dup2(p2, 5) < 0)) ||
+        (o->pass_fd3 > 0 && (p3 < 0 || dup2(p3, 6) < 0)) ||
+        (o->pass_fd4 > 0 && (p4 < 0 || dup2(p4, 7) < 0)))
       child_fail(st, 1);
   }
   if (dup3(st, 3, O_CLOEXEC) < 0) child_fail(st, 1);
   st = 3;
-  close_from(o->pass_fd2 > 0 ? 6 : o->pass_fd > 0 ? 5 : 4);
+  close_from(o->pass_fd4 > 0 ? 8 : o->pass_fd3 > 0 ? 7 :
+             o->pass_fd2 > 0 ? 6 : o->pass_fd > 0 ? 5 : 4);
   /* the loop's signal state is not the command's */
   for (sig = 1; sig < NSIG; sig++) {
     struct sigaction sa;

@@ -1,13 +1,15 @@
 /*
 ** sandbox_local.c: the "local" sandbox backend (the slots of sandbox.h).
-** A sandbox is a directory under the state root (sandbox_state.c); every
-** command runs in a fresh bubblewrap jail over its workspace
-** (sandbox_jail.c) and every file operation in a helper child that sees
-** the same view with the jail's credentials (sandbox_view.c). This file
-** ties them to Lua and to the event loop: metadata as JSON (json.c),
-** expiry checks, the exec op (pipes read into tail rings as output
-** arrives, a deadline that kills the whole jail, cancellation that does
-** the same) and the file-op op, both waiting through lash_wait_yield.
+** A sandbox is a directory under the state root (sandbox_state.c); its
+** commands run in one bubblewrap jail over its workspace (sandbox_jail.c),
+** built at its first command and run by a supervisor inside it
+** (sandbox_super.c, one per sandbox and lua_State), and every file
+** operation in a helper child that sees the same view with the jail's
+** credentials (sandbox_view.c). This file ties them to Lua and to the event
+** loop: metadata as JSON (json.c), expiry checks, the exec op (pipes read
+** into tail rings as output arrives, a deadline that kills the command and
+** what it left behind, cancellation that does the same) and the file-op
+** op, both waiting through lash_wait_yield.
 **
 ** Resources held across Lua calls that may raise (locks, view fds) live
 ** in to-be-closed userdata, so an error never leaks them; ops that wait
@@ -17,10 +19,13 @@
 #include "sandbox.h"
 #include "sandbox_local.h"
 #include "sandbox_local_snapshot.h"
+#include "sandbox_jaild.h"
+#include "sandbox_super.h"
 #include "output.h"
 #include "runtime.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -42,6 +47,8 @@
 #define VIEW_MT  "lash.sandbox.local.view"
 #define EXEC_MT  "lash.sandbox.local.exec"
 #define FOP_MT   "lash.sandbox.local.fileop"
+#define SUPER_MT "lash.sandbox.local.supervisor"
+#define SUPERS_KEY "lash.sandbox.local.supervisors"
 #define PROBE_KEY "lash.sandbox.local.probe"
 
 #define META_MAX (16u << 20)
@@ -803,13 +810,9 @@ typedef struct exec_op {
   lash_wait w;
   lash_loop *loop;
   lash_child child;
-  lash_io out_io, err_io, in_io, info_io;
+  lash_io out_io, err_io, in_io;
   lash_timer deadline, drain;
   int out_fd, err_fd, in_fd;
-  int info_fd;              /* bwrap's --info-fd: the namespace's init pid */
-  int init_pidfd;           /* that init, to kill the jail whatever bwrap does */
-  char info[512];
-  size_t info_len;
   lash_ring out, err;
   const char *in_data;      /* anchored: the opts table is on the stack */
   size_t in_len, in_off;
@@ -821,6 +824,11 @@ typedef struct exec_op {
   lua_Integer applied;      /* the deadline used, seconds */
   int job_dirfd;            /* for removing the job record */
   char job[64];
+  int jailed;               /* run by the sandbox's supervisor */
+  lsb_super_cmd sc;         /* ... as this command */
+  int start_err;            /* the supervisor could not start it */
+  int start_stage;          /* LSB_JD_STAGE_* */
+  char cwd[LSB_PATH_MAX];   /* for the start error */
 } exec_op;
 
 static void close_fd(int *fd) {
@@ -832,67 +840,20 @@ static void exec_stop_io(exec_op *op) {
   if (op->out_io.active) lash_io_stop(op->loop, &op->out_io);
   if (op->err_io.active) lash_io_stop(op->loop, &op->err_io);
   if (op->in_io.active) lash_io_stop(op->loop, &op->in_io);
-  if (op->info_io.active) lash_io_stop(op->loop, &op->info_io);
   close_fd(&op->out_fd);
   close_fd(&op->err_fd);
   close_fd(&op->in_fd);
-  close_fd(&op->info_fd);
-  close_fd(&op->init_pidfd);
   lash_timer_stop(op->loop, &op->deadline);
   lash_timer_stop(op->loop, &op->drain);
 }
 
-/* Read what bwrap wrote to --info-fd so far; once it names the child, hold
-** a pidfd on that init of the pid namespace. The pipe stays open until bwrap
-** closes it: a reader that went away would kill bwrap with SIGPIPE. */
-static void exec_read_info(exec_op *op) {
-  char *p;
-  while (op->info_fd >= 0) {
-    char sink[256];
-    ssize_t n;
-    if (op->info_len < sizeof op->info - 1)
-      n = read(op->info_fd, op->info + op->info_len,
-               sizeof op->info - 1 - op->info_len);
-    else
-      n = read(op->info_fd, sink, sizeof sink);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;                   /* EAGAIN: more later */
-    if (n == 0) {                       /* bwrap is done with it */
-      if (op->info_io.active) lash_io_stop(op->loop, &op->info_io);
-      close_fd(&op->info_fd);
-      break;
-    }
-    if (op->info_len < sizeof op->info - 1) op->info_len += (size_t)n;
-  }
-  op->info[op->info_len] = '\0';
-  if (op->init_pidfd < 0 && (p = strstr(op->info, "\"child-pid\"")) != NULL) {
-    long pid;
-    p = strchr(p, ':');
-    pid = p ? strtol(p + 1, NULL, 10) : 0;
-    if (pid > 1) op->init_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-  }
-}
-
-static void exec_info(lash_loop *loop, lash_io *io, unsigned ev) {
-  exec_op *op = io->data;
-  (void)loop;
-  (void)ev;
-  exec_read_info(op);
-}
-
-/* Kill the namespace's init (which takes every process of the jail with
-** it); bwrap's --die-with-parent does the same when bwrap dies, but a kill
-** that lands before bwrap armed it would leave the jail behind. */
-static void exec_kill_init(exec_op *op) {
-  exec_read_info(op);
-  if (op->init_pidfd >= 0)
-    syscall(SYS_pidfd_send_signal, op->init_pidfd, SIGKILL, NULL, 0);
-}
-
 static void exec_kill(exec_op *op) {
   if (!op->running) return;
+  if (op->jailed) {
+    lsb_super_kill(&op->sc);
+    return;
+  }
   if (op->group) kill(-op->pid, SIGKILL);
-  exec_kill_init(op);
   if (lash_child_kill(&op->child, SIGKILL) != 0) kill(op->pid, SIGKILL);
 }
 
@@ -929,13 +890,19 @@ static void exec_wait_gone(exec_op *op, int ms) {
 
 /* Kill, reap (blocking: SIGKILL is prompt) and release everything. */
 static void exec_teardown(exec_op *op) {
-  if (op->running) {
+  if (op->running && op->jailed) {
+    /* the supervisor kills its session and what it left behind; the
+    ** answer is not waited for, the pipes' end is */
+    lsb_super_kill(&op->sc);
+    lsb_super_forget(&op->sc);
+    op->running = 0;
+    exec_wait_gone(op, 1000);
+  } else if (op->running) {
     int st;
     exec_kill(op);
     lash_child_stop(op->loop, &op->child);
     while (waitpid(op->pid, &st, 0) < 0 && errno == EINTR) {}
     if (op->group) kill(-op->pid, SIGKILL);
-    exec_kill_init(op);
     op->running = 0;
     exec_wait_gone(op, 1000);
   }
@@ -1013,19 +980,37 @@ static void exec_drained(lash_loop *loop, lash_timer *t) {
   exec_check_done(op);
 }
 
-static void exec_exited(lash_loop *loop, lash_child *c, int status) {
-  exec_op *op = c->data;
+static void exec_finished(exec_op *op, int status) {
   op->status = status;
   op->running = 0;
-  /* the command is over: nothing of the jail outlives it (bwrap's exit
-  ** takes the pid namespace with it; we make sure); a plain process group
-  ** has to be killed */
-  if (op->group) kill(-op->pid, SIGKILL);
-  exec_kill_init(op);
-  lash_timer_stop(loop, &op->deadline);
+  lash_timer_stop(op->loop, &op->deadline);
   if (op->out_fd >= 0 || op->err_fd >= 0)
-    lash_timer_start(loop, &op->drain, DRAIN_NS, exec_drained, op);
+    lash_timer_start(op->loop, &op->drain, DRAIN_NS, exec_drained, op);
   exec_check_done(op);
+}
+
+static void exec_exited(lash_loop *loop, lash_child *c, int status) {
+  exec_op *op = c->data;
+  (void)loop;
+  /* the command is over: a plain process group has to be killed */
+  if (op->group) kill(-op->pid, SIGKILL);
+  exec_finished(op, status);
+}
+
+#define OP_OF_CMD(c) ((exec_op *)((char *)(c) - offsetof(exec_op, sc)))
+
+/* The supervisor's answers. Its session and what it left behind are
+** already killed when exited() comes. */
+static void exec_sup_started(lsb_super_cmd *c, int err, int stage) {
+  exec_op *op = OP_OF_CMD(c);
+  if (!err) return;
+  op->start_err = err;
+  op->start_stage = stage;
+  exec_finished(op, 127 << 8);
+}
+
+static void exec_sup_exited(lsb_super_cmd *c, int status) {
+  exec_finished(OP_OF_CMD(c), status);
 }
 
 static void exec_deadline(lash_loop *loop, lash_timer *t) {
@@ -1070,36 +1055,6 @@ static int exec_env(lua_State *L, int metat, int opts, const char *home) {
   return t;
 }
 
-/* The arguments after argv[0], NUL-separated, in a sealed-size memfd read
-** from the start. Returns 0 or -errno. */
-static int args_memfd(const lsb_argv *a, int *fd) {
-  size_t i, len = 0, off = 0;
-  char *buf;
-  int f, e = 0;
-  for (i = 1; i < a->n; i++) len += strlen(a->v[i]) + 1;
-  if (!(buf = malloc(len ? len : 1))) return -ENOMEM;
-  for (i = 1; i < a->n; i++) {
-    size_t l = strlen(a->v[i]) + 1;
-    memcpy(buf + off, a->v[i], l);
-    off += l;
-  }
-  f = memfd_create("lash-bwrap-args", MFD_CLOEXEC);
-  if (f < 0) e = errno;
-  for (off = 0; !e && off < len;) {
-    ssize_t w = write(f, buf + off, len - off);
-    if (w < 0 && errno != EINTR) e = errno;
-    if (w > 0) off += (size_t)w;
-  }
-  free(buf);
-  if (!e && lseek(f, 0, SEEK_SET) != 0) e = errno;
-  if (e) {
-    if (f >= 0) close(f);
-    return -e;
-  }
-  *fd = f;
-  return 0;
-}
-
 /* "K=V" strings of the env table at t, in an lsb_argv. */
 static void env_strings(lua_State *L, int t, lsb_argv *out) {
   lua_pushnil(L);
@@ -1137,19 +1092,126 @@ static int exec_k(lua_State *L, int status, lua_KContext ctx) {
   lua_setfield(L, -2, "timed_out");
   lua_pushinteger(L, op->applied);
   lua_setfield(L, -2, "applied_timeout");
-  /* bwrap's own failures (bad cwd, no such executable) come back as exit
-  ** status 1 with one "bwrap: ..." line: the command never started */
-  if (!op->group && !op->timed_out && code == 1 &&
-      lash_ring_total(&op->out) == 0 &&
-      n > 7 && !lash_ring_dropped(&op->err) && memcmp(s, "bwrap: ", 7) == 0 &&
-      memchr(s, '\n', n) == s + n - 1) {
+  if (op->start_err) {
+    int e = op->start_err;
+    lash_ring_free(&op->out);
+    lash_ring_free(&op->err);
+    if (op->start_stage == LSB_JD_STAGE_EXEC && (e == ENOENT || e == ENOTDIR))
+      lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
+                         "not start in the sandbox: '%s' was not found",
+                         (lua_rawgeti(L, 3, 1), lua_tostring(L, -1)));
+    if (op->start_stage == LSB_JD_STAGE_CHDIR)
+      lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
+                         "not start in the sandbox: Can't chdir to %s: %s",
+                         op->cwd, strerror(e));
     lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
-                       "not start in the sandbox: %s",
-                       lua_pushlstring(L, s + 7, n - 8));
+                       "not start in the sandbox (%s: %s)",
+                       op->start_stage == LSB_JD_STAGE_EXEC ? "exec" :
+                       op->start_stage == LSB_JD_STAGE_FORK ? "fork" :
+                       "request", strerror(e));
   }
   lash_ring_free(&op->out);
   lash_ring_free(&op->err);
   return 1;
+}
+
+/* ---- the supervisors ---------------------------------------------------- */
+
+/* One supervised jail per sandbox and lua_State (see sandbox_super.c),
+** kept in a registry table by "<root>/<id>" and reused while it runs. A
+** second lash process on the same sandbox builds its own: each jail ends
+** with the process that built it, and nothing listens on a socket. */
+static int super_gc(lua_State *L) {
+  lsb_super *s = luaL_checkudata(L, 1, SUPER_MT);
+  lsb_super_stop(s);
+  return 0;
+}
+
+static void push_supers(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, SUPERS_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, SUPERS_KEY);
+  }
+}
+
+/* The running supervisor of sandbox id, or NULL. */
+static lsb_super *find_super(lua_State *L, const char *root, const char *id) {
+  lsb_super *s;
+  push_supers(L);
+  lua_pushfstring(L, "%s/%s", root, id);
+  lua_rawget(L, -2);
+  s = luaL_testudata(L, -1, SUPER_MT);
+  lua_pop(L, 2);
+  return s;
+}
+
+/* Stop the supervisor of id (destroy): nothing of the jail survives. */
+static void stop_super(lua_State *L, const char *root, const char *id) {
+  lsb_super *s = find_super(L, root, id);
+  if (!s) return;
+  lsb_super_stop(s);
+  push_supers(L);
+  lua_pushfstring(L, "%s/%s", root, id);
+  lua_pushnil(L);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+/* The supervisor of the sandbox m (its lock held: box), started when none
+** runs (the first command, or the last jail died). Raises start_failed.
+** May leave one closed to-be-closed slot on the stack. */
+static lsb_super *ensure_super(lua_State *L, const char *root, const meta *m,
+                               lsb_box *box) {
+  lsb_super *s = find_super(L, root, m->id);
+  lsb_super_spec spec;
+  lsb_jail j;
+  lsb_view *v;
+  char msg[512];
+  double left;
+  int rc;
+  if (s && lsb_super_alive(s)) return s;
+  if (!s) {
+    push_supers(L);
+    lua_pushfstring(L, "%s/%s", root, m->id);
+    s = lua_newuserdatauv(L, sizeof *s, 0);
+    lsb_super_init(s, lash_runtime_loop(L));
+    if (luaL_newmetatable(L, SUPER_MT)) {
+      lua_pushcfunction(L, super_gc);
+      lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+  }
+  v = build_view(L, root, m, 0);
+  memset(&j, 0, sizeof j);
+  j.bwrap = m->bwrap;
+  j.view = v;
+  j.cwd = m->workdir;
+  j.network = m->network;
+  j.disable_userns = m->disable_userns;
+  j.env = NULL;
+  j.inner_uid = m->drop && m->uid >= LSB_UID_BASE ? LSB_INNER_UID : 0;
+  memset(&spec, 0, sizeof spec);
+  spec.jail = &j;
+  spec.spawn.limits = &m->limits;
+  spec.spawn.drop = m->drop;
+  spec.spawn.uid = m->uid;
+  spec.spawn.gid = m->gid;
+  left = ceil(m->expires_at - wall_now());
+  spec.expires_in = left < 1 ? 1 : left > 1e9 ? 1000000000L : (long)left;
+  spec.box_dirfd = box->dirfd;
+  rc = lsb_super_start(s, &spec, msg, sizeof msg);
+  /* closed now; its slot stays (popping a to-be-closed slot is not safe
+  ** on every Lua 5.4) */
+  lsb_view_close(v);
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
+                       "not start in the sandbox: %s",
+                       strncmp(msg, "bwrap: ", 7) == 0 ? msg + 7 : msg);
+  return s;
 }
 
 static int local_exec(lua_State *L) {
@@ -1160,15 +1222,13 @@ static int local_exec(lua_State *L) {
   int metat, envt, rc, i;
   lua_Integer timeout, maxout, applied;
   double left;
-  lsb_argv argv, envs, jargv;
+  lsb_argv argv, envs;
   lsb_spawn sp;
   lsb_spawn_opts so;
-  const char *stage;
+  const char *stage = NULL;
   exec_op *op;
-  lsb_view *v = NULL;
-  char *empty[] = {NULL};   /* bwrap's own environment */
-  int infop[2] = {-1, -1};
-  int argsfd = -1;
+  lsb_super *sup = NULL;
+  int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
   luaL_checktype(L, 1, LUA_TTABLE);
   id = check_id(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
@@ -1203,7 +1263,6 @@ static int local_exec(lua_State *L) {
   op = lua_newuserdatauv(L, sizeof *op, 0);
   memset(op, 0, sizeof *op);
   op->out_fd = op->err_fd = op->in_fd = op->job_dirfd = -1;
-  op->info_fd = op->init_pidfd = -1;
   op->child.pidfd = -1;
   op->loop = lash_runtime_loop(L);
   lash_timer_init(&op->deadline);
@@ -1219,10 +1278,11 @@ static int local_exec(lua_State *L) {
   if (lua_getfield(L, 4, "stdin") == LUA_TSTRING)
     op->in_data = lua_tolstring(L, -1, &op->in_len);
   lua_pop(L, 1);
+  /* the jail, built at the sandbox's first command (may raise) */
+  if (!m.isolation_none) sup = ensure_super(L, root, &m, box);
   /* command lines, all C memory from here on: freed before any raise */
   lsb_argv_init(&argv);
   lsb_argv_init(&envs);
-  lsb_argv_init(&jargv);
   {
     lua_Integer n = (lua_Integer)lua_rawlen(L, 3);
     for (i = 1; i <= n; i++) {
@@ -1232,7 +1292,6 @@ static int local_exec(lua_State *L) {
     }
   }
   env_strings(L, envt, &envs);
-  if (!m.isolation_none) v = build_view(L, root, &m, 0);
   memset(&so, 0, sizeof so);
   so.limits = &m.limits;
   so.drop = m.drop;
@@ -1255,45 +1314,40 @@ static int local_exec(lua_State *L) {
     op->group = 1;
     if (rc) stage = "find";
   } else {
-    lsb_jail j;
-    memset(&j, 0, sizeof j);
-    j.bwrap = m.bwrap;
-    j.view = v;
-    j.cwd = cwd;
-    j.network = m.network;
-    j.disable_userns = m.disable_userns;
-    j.env = (const char *const *)envs.v;
-    j.inner_uid = m.drop && m.uid >= LSB_UID_BASE ? LSB_INNER_UID : 0;
-    rc = lsb_jail_argv(&j, NULL, &jargv);
-    stage = "argv";
-    if (!rc && (argv.oom || envs.oom)) rc = -ENOMEM;
-    /* the jail's options go through a memfd (--args), so neither the
-    ** host's ps nor the jail's /proc/1/cmdline shows host paths */
-    lsb_argv_add(&jargv, "--info-fd");
-    lsb_argv_add(&jargv, "5");
-    if (!rc && jargv.oom) rc = -ENOMEM;
-    if (!rc) rc = args_memfd(&jargv, &argsfd);
-    if (!rc && pipe2(infop, O_CLOEXEC) != 0) rc = -errno;
-    lsb_argv_free(&jargv);
-    lsb_argv_add(&jargv, m.bwrap);
-    lsb_argv_add(&jargv, "--args");
-    lsb_argv_add(&jargv, "4");
-    lsb_argv_add(&jargv, "--");
-    for (i = 0; (size_t)i < argv.n; i++) lsb_argv_add(&jargv, argv.v[i]);
-    if (!rc && jargv.oom) rc = -ENOMEM;
-    so.path = m.bwrap;
-    so.argv = jargv.v;
-    so.envp = empty;
-    so.pass_fd = argsfd;
-    so.pass_fd2 = infop[1];
+    /* the pipes go to the jail's supervisor, which runs the command */
+    op->jailed = 1;
+    op->sc.started = exec_sup_started;
+    op->sc.exited = exec_sup_exited;
+    snprintf(op->cwd, sizeof op->cwd, "%s", cwd);
+    stage = "pipe";
+    if (argv.oom || envs.oom) rc = -ENOMEM;
+    if (!rc && (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0 ||
+                (op->in_data && pipe2(inp, O_CLOEXEC) != 0)))
+      rc = -errno;
+    if (!rc) {
+      stage = "supervisor";
+      rc = lsb_super_exec(sup, &op->sc, cwd, argv.v, envs.v, inp[0], outp[1],
+                          errp[1]);
+    }
+    close_fd(&inp[0]);
+    close_fd(&outp[1]);
+    close_fd(&errp[1]);
+    if (rc) {
+      close_fd(&inp[1]);
+      close_fd(&outp[0]);
+      close_fd(&errp[0]);
+    }
+    sp.pid = -1;
+    sp.in_fd = inp[1];
+    sp.out_fd = outp[0];
+    sp.err_fd = errp[0];
+    if (sp.in_fd >= 0) fcntl(sp.in_fd, F_SETFL, O_NONBLOCK);
+    if (sp.out_fd >= 0) fcntl(sp.out_fd, F_SETFL, O_NONBLOCK);
+    if (sp.err_fd >= 0) fcntl(sp.err_fd, F_SETFL, O_NONBLOCK);
   }
-  if (!rc) rc = lsb_spawn_child(&so, &sp, &stage);
-  if (argsfd >= 0) close(argsfd);
-  if (infop[1] >= 0) close(infop[1]);
-  if (rc && infop[0] >= 0) close(infop[0]);
+  if (!rc && !op->jailed) rc = lsb_spawn_child(&so, &sp, &stage);
   lsb_argv_free(&argv);
   lsb_argv_free(&envs);
-  lsb_argv_free(&jargv);
   if (rc == -ENOENT && stage &&
       (strcmp(stage, "find") == 0 || strcmp(stage, "exec") == 0))
     lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
@@ -1309,24 +1363,23 @@ static int local_exec(lua_State *L) {
   op->out_fd = sp.out_fd;
   op->err_fd = sp.err_fd;
   op->in_fd = sp.in_fd;
-  op->info_fd = infop[0];
-  if (op->info_fd >= 0) fcntl(op->info_fd, F_SETFL, O_NONBLOCK);
-  /* a job record under the lock, so that destroy can find it */
-  op->job_dirfd = dup(box->dirfd);
-  if (op->job_dirfd >= 0 &&
-      lsb_job_add(op->job_dirfd, op->pid, op->job, sizeof op->job) != 0)
-    op->job[0] = '\0';
+  /* a job record under the lock, so that destroy can find it (a jailed
+  ** command is under its supervisor's) */
+  if (!op->jailed) {
+    op->job_dirfd = dup(box->dirfd);
+    if (op->job_dirfd >= 0 &&
+        lsb_job_add(op->job_dirfd, op->pid, op->job, sizeof op->job) != 0)
+      op->job[0] = '\0';
+  }
   lsb_box_close(box);
-  if ((rc = lash_child_start(op->loop, &op->child, op->pid, exec_exited, op)) ||
+  if ((!op->jailed &&
+       (rc = lash_child_start(op->loop, &op->child, op->pid, exec_exited, op))) ||
       (rc = lash_io_start(op->loop, &op->out_io, op->out_fd, LASH_READ,
                           exec_read, op)) ||
       (rc = lash_io_start(op->loop, &op->err_io, op->err_fd, LASH_READ,
                           exec_read, op)) ||
       (op->in_fd >= 0 && (rc = lash_io_start(op->loop, &op->in_io, op->in_fd,
                                              LASH_WRITE, exec_write, op))) ||
-      (op->info_fd >= 0 && (rc = lash_io_start(op->loop, &op->info_io,
-                                               op->info_fd, LASH_READ,
-                                               exec_info, op))) ||
       (rc = lash_timer_start(op->loop, &op->deadline,
                              (uint64_t)applied * 1000000000ull, exec_deadline,
                              op))) {
@@ -1334,7 +1387,6 @@ static int local_exec(lua_State *L) {
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot watch the command: %s",
                        strerror(-rc));
   }
-  if (v) lsb_view_close(v);
   return lash_wait_yield(L, &op->w, (lua_KContext)op, exec_k);
 }
 
@@ -1801,7 +1853,11 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
   lsb_box *box = push_box(L);
   char trash[LSB_PATH_MAX + 64], from[LSB_PATH_MAX];
   unsigned char r[4];
-  int rc = lsb_box_open(root, id, 1, box), i;
+  int rc, i;
+  /* our own jail of it first (reaped here); other processes' through the
+  ** job records below */
+  stop_super(L, root, id);
+  rc = lsb_box_open(root, id, 1, box);
   if (rc == -ENOENT) {
     lua_pop(L, 1);
     return 0;

@@ -9,6 +9,8 @@
 **                    holds the jail's credentials;
 **   sandbox_jail.c   the jail policy as a bubblewrap command line, masks
 **                    for host secrets, rlimits, and spawning a jailed child;
+**   sandbox_super.c  the jail built once per sandbox, and the requests to
+**                    its supervisor (src/jaild/jaild.c) that run commands;
 **   sandbox_local.c  the backend slots (see sandbox.h) tying these together.
 ** Nothing here touches Lua except sandbox_local.c.
 */
@@ -292,6 +294,8 @@ typedef struct lsb_spawn_opts {
   int want_stdin;
   int pass_fd;                 /* > 0: handed to the child as fd 4 */
   int pass_fd2;                /* > 0: handed to the child as fd 5 */
+  int pass_fd3;                /* > 0: handed to the child as fd 6 */
+  int pass_fd4;                /* > 0: handed to the child as fd 7 */
   int outputs;                 /* 0: none (stdout/stderr to /dev/null),
                                ** 2: stdout and stderr pipes */
 } lsb_spawn_opts;

@@ -38,6 +38,8 @@
 
 
 int luaopen_lash_core(lua_State *L);
+int lash_bytecode_install(lua_State *L, const char *lua_dir,
+                          const char *bc_dir);
 
 static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   (void)ud; (void)osize;
@@ -239,6 +241,49 @@ static int find_lua_dir(const char *explicit_dir, char *out, size_t n) {
   return 0;
 }
 
+/* Find the precompiled twin of lua_dir (lbytecode.c): next to the
+** executable (build/bin/../luac), next to the library (build/luac, or an
+** install's share/lash/luac), or beside lua_dir itself; an explicit
+** lua_dir only ever gets its own sibling. */
+static int find_bc_dir(const char *lua_dir, int explicit_dir, char *out,
+                       size_t n) {
+  char base[PATH_MAX / 2], probe[PATH_MAX];
+  const char *cands[3];
+  char c0[PATH_MAX / 2 + 16], c1[PATH_MAX / 2 + 32], c2[PATH_MAX / 2 + 16];
+  int i, nc = 0;
+  if (!explicit_dir) {
+    ssize_t len = readlink("/proc/self/exe", base, sizeof base - 1);
+    char *slash;
+    Dl_info info;
+    if (len > 0) {
+      base[len] = '\0';
+      if ((slash = strrchr(base, '/')) != NULL) {
+        *slash = '\0';
+        snprintf(c0, sizeof c0, "%s/../luac", base);
+        cands[nc++] = c0;
+      }
+    }
+    if (dladdr((void *)lash_open, &info) && info.dli_fname) {
+      snprintf(base, sizeof base, "%s", info.dli_fname);
+      if ((slash = strrchr(base, '/')) != NULL) {
+        *slash = '\0';
+        snprintf(c1, sizeof c1, "%s/luac", base);
+        cands[nc++] = c1;
+      }
+    }
+  }
+  snprintf(c2, sizeof c2, "%.*s/../luac", (int)(sizeof c2 - 16), lua_dir);
+  cands[nc++] = c2;
+  for (i = 0; i < nc; i++) {
+    snprintf(probe, sizeof probe, "%s/lash/init.luac", cands[i]);
+    if (file_exists(probe)) {
+      snprintf(out, n, "%s", cands[i]);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 typedef struct setup_args {
   const char *lua_dir;
   const char *state_root;
@@ -262,6 +307,11 @@ static int setup(lua_State *L) {
                     lua_tostring(L, -1));
     lua_setfield(L, -3, "path");
     lua_pop(L, 1);
+    {
+      char bc[PATH_MAX];
+      if (find_bc_dir(dir, a->lua_dir != NULL, bc, sizeof bc))
+        lash_bytecode_install(L, dir, bc);
+    }
   }
   lua_getfield(L, -1, "preload");
   if (lua_istable(L, -1)) {

@@ -471,15 +471,15 @@ local function build(text, label, chunkname, format, opts)
     return M.from_table(t, label, opts.trust)
   end)
   if not ok then return nil, describe_error(agent) end
-  local sandbox = require "lash.capabilities.sandbox"
+  -- the sandbox capability's module only when it is asked for (start-up)
   if opts.attach ~= nil then
-    local a, err = sandbox.attach_agent(agent, opts.attach, opts.owner, opts.backend)
+    local a, err = require("lash.capabilities.sandbox").attach_agent(agent, opts.attach, opts.owner, opts.backend)
     if not a then return nil, label .. ": " .. strip_who(err) end
     agent = a
   elseif opts.owner ~= nil then
     return nil, "owner only applies together with attach (--owner needs --attach)"
   elseif opts.backend ~= nil then
-    local a, err = sandbox.with_backend(agent, opts.backend)
+    local a, err = require("lash.capabilities.sandbox").with_backend(agent, opts.backend)
     if not a then return nil, label .. ": " .. strip_who(err) end
     agent = a
   end
