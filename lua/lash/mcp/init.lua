@@ -34,7 +34,7 @@ local COMMON = { name = "string", timeout = "number", init_timeout = "number", s
                  elicitation = "boolean", log_level = "string", tool_prefix = "string",
                  include_instructions = "boolean" }
 local STDIO_FIELDS = { command = "string", args = "table", env = "table", cwd = "string", sandbox = true }
-local HTTP_FIELDS = { url = "string", headers = "table", bearer_token = "string" }
+local HTTP_FIELDS = { url = "string", headers = "table", bearer_token = "string", oauth = true }
 
 local function check(who, def, extra)
   if type(def) ~= "table" then error(who .. ": expected a table, got " .. type(def), 3) end
@@ -61,8 +61,17 @@ function M.transport(def, sb)
   local headers = {}
   for k, v in pairs(def.headers or {}) do headers[k] = v end
   if def.bearer_token then headers["Authorization"] = "Bearer " .. def.bearer_token end
+  local auth
+  local has_auth = false
+  for k in pairs(headers) do if k:lower() == "authorization" then has_auth = true end end
+  if def.oauth ~= false and not has_auth then
+    local o = type(def.oauth) == "table" and def.oauth or {}
+    local copy = { url = def.url, name = def.name or def.url }
+    for k, v in pairs(o) do copy[k] = v end
+    auth = require("lash.mcp.oauth").new(copy)
+  end
   return require("lash.mcp.http").client { url = def.url, headers = headers, name = def.name,
-                                            timeout = def.timeout }
+                                            timeout = def.timeout, auth = auth }
 end
 
 ---------------------------------------------------------------------------
@@ -362,10 +371,24 @@ function M.stdio(def)
 end
 
 --- A Streamable HTTP MCP server as a toolset.
--- @tparam table def `url`, `headers`, `bearer_token`, and the common
---   options of `stdio`
+-- @tparam table def `url`, `headers`, `bearer_token`, `oauth` (on unless
+--   a token or an Authorization header is given, or oauth = false; a
+--   table of lash.mcp.oauth options: client_id, client_secret, scope,
+--   grant, token_file, ...), and the common options of `stdio`
 function M.http(def)
   check("lash.mcp.http", def, HTTP_FIELDS)
+  if def.oauth ~= nil and type(def.oauth) ~= "boolean" and type(def.oauth) ~= "table" then
+    error("lash.mcp.http: 'oauth' must be false (off), true or a table of OAuth options, got " .. type(def.oauth), 2)
+  end
+  if type(def.oauth) == "table" then
+    -- checked now, not when a run connects
+    local ok, err = pcall(require("lash.mcp.oauth").new, (function()
+      local c = { url = def.url }
+      for k, v in pairs(def.oauth) do c[k] = v end
+      return c
+    end)())
+    if not ok then error(err, 2) end
+  end
   if type(def.url) ~= "string" or not def.url:match("^https?://") then
     error("lash.mcp.http: 'url' must be an http:// or https:// URL, got " .. tostring(def.url), 2)
   end
