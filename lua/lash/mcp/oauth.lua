@@ -82,7 +82,7 @@ end
 --- Split an http(s) URL: scheme, authority ("host:port"), path ("/..."),
 -- query (or nil). nil for anything else.
 function M.split_url(url)
-  local scheme, auth, rest = tostring(url):match("^(https?)://([^/?#]+)(.*)$")
+  local scheme, auth, rest = tostring(url):match("^([Hh][Tt][Tt][Pp][Ss]?)://([^/?#]+)(.*)$")
   if not scheme then return nil end
   rest = rest:gsub("#.*$", "")
   local path, query = rest:match("^([^?]*)%??(.*)$")
