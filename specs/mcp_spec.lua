@@ -212,6 +212,11 @@ describe("MCP servers in specs", function()
     end
     local b = lash.load_spec_string("model: test\ncapabilities:\n  - MCPServerStreamableHTTP: {url: 'http://127.0.0.1:1/mcp'}\n", "h.yaml")
     assert.is_truthy(b)
+    local o = "model: test\ncapabilities:\n  - MCPServerStreamableHTTP: {url: 'http://127.0.0.1:1/mcp', oauth: {token_file: /etc/x}}\n"
+    local c, cerr = lash.load_spec_string(o, "o.yaml")
+    assert.is_nil(c)
+    assert.matches("come from the trusted side", cerr, 1, true)
+    assert.is_truthy(lash.load_spec_string(o, "o.yaml", { trust = true }))
   end)
   it("leave host processes and sockets out of an untrusted Lua spec's lash", function()
     for _, expr in ipairs { "lash.proc", "lash.net", "lash.core" } do

@@ -153,6 +153,10 @@ local function mcp_type(kind)
         .. "Sandbox capability), load the spec with --trust, or add the server from Lua host code "
         .. "(lash.mcp.stdio{...})", 0)
     end
+    if kind == "http" and info.untrusted and arg.oauth ~= nil and arg.oauth ~= false and arg.oauth ~= true then
+      error(info.name .. ": `oauth` options (a token file, client credentials) come from the trusted side: load "
+        .. "the spec with --trust, or sign in once with `lash mcp login URL` (the spec then uses the kept tokens)", 0)
+    end
     local def, prefix = {}, nil
     for k, v in pairs(arg) do
       if k == "tool_prefix" then prefix = v else def[k] = v end
