@@ -31,6 +31,11 @@ if context.client_id then
   oauth.client_id, oauth.client_secret = context.client_id, context.client_secret
 end
 if scenario:match("^auth/client%-credentials") then oauth.grant = "client_credentials" end
+if context.idp_token_endpoint then
+  oauth.grant = "jwt_bearer"
+  oauth.idp = { token_endpoint = context.idp_token_endpoint, id_token = context.idp_id_token,
+                client_id = context.idp_client_id }
+end
 local transport = mcp.transport { url = url, name = "conformance", timeout = 20, oauth = oauth }
 local c = mcp.connect_client(transport, {
   name = "conformance", timeout = 20,

@@ -17,7 +17,9 @@
 --      the metadata's `scopes_supported`, else none; the user opens the URL
 --      and the browser comes back to a loopback listener on 127.0.0.1
 --      (or `authorize`, a function, does that part) -- or, with
---      `grant = "client_credentials"`, asks for a token directly;
+--      `grant = "client_credentials"`, asks for a token directly, or with
+--      `grant = "jwt_bearer"` trades an identity provider's ID token for
+--      one (enterprise-managed authorization, SEP-990);
 --   5. uses the token as a bearer, refreshes it when it expires or is
 --      refused, and asks again for more scope on `insufficient_scope`
 --      (at most 3 authorizations for one request).
@@ -43,8 +45,10 @@ local OPTIONS = {
   client_id = "string", client_secret = "string", client_metadata_url = "string", client_name = "string",
   scope = "string", grant = "string", authorize = "function", redirect_uri = "string",
   redirect_port = "number", token_file = true, token_endpoint_auth_method = "string",
-  interactive = "boolean", timeout = "number", open_browser = "boolean",
+  interactive = "boolean", timeout = "number", open_browser = "boolean", idp = "table",
 }
+
+local IDP_OPTIONS = { token_endpoint = "string", id_token = "string", client_id = "string", client_secret = "string" }
 
 ---------------------------------------------------------------------------
 -- Encodings
@@ -179,12 +183,25 @@ function M.new(o)
   if o.token_file ~= nil and o.token_file ~= false and type(o.token_file) ~= "string" then
     error("lash.mcp.http: oauth option 'token_file' must be a path or false, got " .. type(o.token_file), 0)
   end
-  if o.grant ~= nil and o.grant ~= "authorization_code" and o.grant ~= "client_credentials" then
-    error("lash.mcp.http: oauth option 'grant' must be \"authorization_code\" or \"client_credentials\", got "
-      .. o.grant, 0)
+  if o.grant ~= nil and o.grant ~= "authorization_code" and o.grant ~= "client_credentials" and o.grant ~= "jwt_bearer" then
+    error("lash.mcp.http: oauth option 'grant' must be \"authorization_code\", \"client_credentials\" or "
+      .. "\"jwt_bearer\", got " .. o.grant, 0)
   end
-  if o.grant == "client_credentials" and not (o.client_id and o.client_secret) then
-    error("lash.mcp.http: the client_credentials grant needs client_id and client_secret", 0)
+  if (o.grant == "client_credentials" or o.grant == "jwt_bearer") and not (o.client_id and o.client_secret) then
+    error("lash.mcp.http: the " .. o.grant .. " grant needs client_id and client_secret", 0)
+  end
+  if o.grant == "jwt_bearer" then
+    local idp = o.idp or {}
+    for k, v in pairs(idp) do
+      if IDP_OPTIONS[k] == nil or type(v) ~= IDP_OPTIONS[k] then
+        error("lash.mcp.http: oauth.idp." .. tostring(k) .. " is unknown or not a string (idp takes token_endpoint, "
+          .. "id_token, client_id, client_secret)", 0)
+      end
+    end
+    if not (idp.token_endpoint and idp.id_token and idp.client_id) then
+      error("lash.mcp.http: the jwt_bearer grant needs oauth.idp = {token_endpoint =, id_token =, client_id =} "
+        .. "(the identity provider that exchanges the user's ID token for an authorization grant)", 0)
+    end
   end
   local self = setmetatable({ url = o.url, name = o.name or o.url, o = o, state = nil }, Auth)
   if o.token_file ~= false then self.file = o.token_file or default_token_file(o.url) end
@@ -400,8 +417,8 @@ local function token_auth(self, client, md, fields, headers)
   end
 end
 
-local TOKEN_FIELDS = { "grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "scope", "resource",
-                       "client_id", "client_secret" }
+local TOKEN_FIELDS = { "grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "assertion", "scope",
+                       "resource", "client_id", "client_secret" }
 
 function Auth:token_request(d, client, fields)
   local headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" }
@@ -593,6 +610,34 @@ function Auth:client_credentials(d, scope)
   return true
 end
 
+-- Enterprise-managed authorization (SEP-990): the identity provider
+-- exchanges the user's ID token for an identity assertion grant (RFC 8693)
+-- for this authorization server and resource, which the authorization
+-- server takes as a JWT bearer grant (RFC 7523) from our client.
+local TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+local JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
+function Auth:jwt_bearer(d, scope)
+  local o, idp = self.o, self.o.idp
+  local fields = { grant_type = TOKEN_EXCHANGE, requested_token_type = "urn:ietf:params:oauth:token-type:id-jag",
+                   audience = d.server.issuer or d.issuer, resource = d.resource or self.url, scope = scope,
+                   subject_token = idp.id_token, subject_token_type = "urn:ietf:params:oauth:token-type:id_token" }
+  local headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" }
+  token_auth(self, { id = idp.client_id, secret = idp.client_secret }, {}, fields, headers)
+  local status, _, text = http(self, { url = idp.token_endpoint, method = "POST", headers = headers, body = form(fields,
+    { "grant_type", "requested_token_type", "audience", "resource", "scope", "subject_token", "subject_token_type",
+      "client_id", "client_secret" }) })
+  local v = json.try_decode(text or "")
+  if status ~= 200 or type(v) ~= "table" or type(v.access_token) ~= "string" then
+    fail(self, "the identity provider's token exchange failed (HTTP " .. tostring(status)
+      .. (type(v) == "table" and v.error and (" " .. tostring(v.error)) or "") .. ")", "token_exchange_failed")
+  end
+  local tok, why = self:token_request(d, { id = o.client_id, secret = o.client_secret },
+    { grant_type = JWT_BEARER, assertion = v.access_token, scope = scope, resource = d.resource })
+  if not tok then fail(self, "the JWT bearer grant failed: " .. why, "token_failed") end
+  return true
+end
+
 -- The scope to ask for: ours, the challenge's, else all the resource
 -- metadata offers; offline_access added where the server offers it (so a
 -- refresh token comes back).
@@ -633,6 +678,8 @@ function Auth:challenge(status, www)
   if status == 403 then scope = union(st.scope, scope) end
   if self.o.grant == "client_credentials" then
     self:client_credentials(d, scope)
+  elseif self.o.grant == "jwt_bearer" then
+    self:jwt_bearer(d, scope)
   else
     self:authorize_code(d, scope)
   end
