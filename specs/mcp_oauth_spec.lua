@@ -74,7 +74,7 @@ describe("lash.mcp.oauth parsing", function()
   it("checks its options when the toolset is made", function()
     assert.has_error(function() lash.mcp.http { url = "http://x/mcp", oauth = { client_secret_typo = "s" } } end,
       "lash.mcp.http: unknown oauth option 'client_secret_typo' (known: authorize, client_id, client_metadata_url, "
-      .. "client_name, client_secret, grant, interactive, open_browser, redirect_port, redirect_uri, scope, timeout, "
+      .. "client_name, client_secret, grant, idp, interactive, open_browser, redirect_port, redirect_uri, scope, timeout, "
       .. "token_endpoint_auth_method, token_file)")
     assert.has_error(function() lash.mcp.http { url = "http://x/mcp", oauth = { grant = "client_credentials" } } end,
       "lash.mcp.http: the client_credentials grant needs client_id and client_secret")
