@@ -91,6 +91,25 @@ if [ "${sprobe%% *}" = "yes" ]; then
   tap "the sandboxed-server script" < <(LASH_SANDBOX_ROOT=$work/jstate timeout 300 "$LASH" eval \
     "$(cat tests/mcp/agent_sandbox.lua)" "$jnode" "$NODE_DIR/node_modules" "$work/secret.txt" 2>"$work/jail.err")
   [ -s "$work/jail.err" ] && sed 's/^/#   stderr: /' "$work/jail.err" | grep -v "mcp fs\|mcp everything" | head -5
+  # a spec loaded without --trust may run a server only inside the run's sandbox
+  cat > "$work/jailed_spec.lua" <<EOS
+return lash.agent {
+  model = lash.script_model {
+    { tool_calls = { { name = "fs_read_text_file", args = { path = "/proc/sys/kernel/hostname" } } } },
+    function(msgs) return { text = "host=" .. msgs[#msgs].parts[1].content } end,
+  },
+  capabilities = { lash.sandbox_capability {} },
+  toolsets = { lash.prefix_tools { prefix = "fs", capability = lash.mcp.stdio { command = "$jnode",
+    args = { "$NODE_DIR/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "/proc" }, sandbox = true } } },
+}
+EOS
+  out=$(LASH_SANDBOX_ROOT=$work/jstate timeout 120 "$LASH" run "$work/jailed_spec.lua" go 2>"$work/jspec.err")
+  check "an untrusted spec runs a jailed MCP server in its run's sandbox (lash run)" \
+    sh -c "echo \"\$0\" | grep -q '^host=sandbox'" "$out"
+  sed 's/, sandbox = true//' "$work/jailed_spec.lua" > "$work/host_spec.lua"
+  LASH_SANDBOX_ROOT=$work/jstate "$LASH" run "$work/host_spec.lua" go >/dev/null 2>"$work/hspec.err"; rc=$?
+  check "the same server on the host is refused without --trust (exit 6, naming sandbox = true)" \
+    sh -c "[ $rc = 6 ] && grep -q 'sandbox = true' '$work/hspec.err'"
   left=$(ls "$work/jstate" 2>/dev/null | grep -c '^lb-')
   check "no sandbox is left behind by the sandboxed servers" test "$left" = 0
 else
