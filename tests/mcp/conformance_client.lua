@@ -28,7 +28,8 @@ local oauth = {
   end,
 }
 if context.client_id then
-  oauth.client_id, oauth.client_secret = context.client_id, context.client_secret
+  oauth.client_id, oauth.client_secret, oauth.private_key = context.client_id, context.client_secret,
+    context.private_key_pem
 end
 if scenario:match("^auth/client%-credentials") then oauth.grant = "client_credentials" end
 if context.idp_token_endpoint then

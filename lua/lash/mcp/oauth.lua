@@ -45,7 +45,7 @@ local OPTIONS = {
   client_id = "string", client_secret = "string", client_metadata_url = "string", client_name = "string",
   scope = "string", grant = "string", authorize = "function", redirect_uri = "string",
   redirect_port = "number", token_file = true, token_endpoint_auth_method = "string",
-  interactive = "boolean", timeout = "number", open_browser = "boolean", idp = "table",
+  interactive = "boolean", timeout = "number", open_browser = "boolean", idp = "table", private_key = "string",
 }
 
 local IDP_OPTIONS = { token_endpoint = "string", id_token = "string", client_id = "string", client_secret = "string" }
@@ -187,8 +187,14 @@ function M.new(o)
     error("lash.mcp.http: oauth option 'grant' must be \"authorization_code\", \"client_credentials\" or "
       .. "\"jwt_bearer\", got " .. o.grant, 0)
   end
-  if (o.grant == "client_credentials" or o.grant == "jwt_bearer") and not (o.client_id and o.client_secret) then
-    error("lash.mcp.http: the " .. o.grant .. " grant needs client_id and client_secret", 0)
+  if o.grant == "client_credentials" and not (o.client_id and (o.client_secret or o.private_key)) then
+    error("lash.mcp.http: the client_credentials grant needs client_id and client_secret (or private_key)", 0)
+  end
+  if o.grant == "jwt_bearer" and not (o.client_id and o.client_secret) then
+    error("lash.mcp.http: the jwt_bearer grant needs client_id and client_secret", 0)
+  end
+  if o.private_key and not o.client_id then
+    error("lash.mcp.http: oauth option 'private_key' (private_key_jwt) needs client_id", 0)
   end
   if o.grant == "jwt_bearer" then
     local idp = o.idp or {}
@@ -345,6 +351,7 @@ end
 local function auth_method(self, client, md)
   if client.auth_method then return client.auth_method end
   if self.o.token_endpoint_auth_method then return self.o.token_endpoint_auth_method end
+  if client.private_key then return "private_key_jwt" end
   if not client.secret then return "none" end
   local list = md.token_endpoint_auth_methods_supported
   if list == nil or supports(list, "client_secret_basic") then return "client_secret_basic" end
@@ -387,7 +394,7 @@ end
 function Auth:client_for(d, redirect_uri, scope)
   local o, st = self.o, self:load()
   if o.client_id then
-    return { id = o.client_id, secret = o.client_secret, redirect_uri = redirect_uri }
+    return { id = o.client_id, secret = o.client_secret, private_key = o.private_key, redirect_uri = redirect_uri }
   end
   local c = st.client
   if type(c) == "table" and c.issuer == d.issuer and c.id and (c.redirect_uri == redirect_uri or not redirect_uri) then
@@ -405,9 +412,28 @@ end
 ---------------------------------------------------------------------------
 -- Tokens
 
+-- A client assertion (RFC 7523, private_key_jwt): a JWT our key signs
+-- (ES256), naming us as issuer and subject and the authorization server as
+-- audience, valid for 5 minutes.
+local function client_assertion(self, client, md)
+  local L = lash()
+  local now = os.time()
+  local header = b64url(json.encode_canonical { alg = "ES256", typ = "JWT" })
+  local claims = b64url(json.encode_canonical {
+    iss = client.id, sub = client.id, aud = md.issuer or (self.state and self.state.issuer) or md.token_endpoint,
+    iat = now, exp = now + 300, jti = b64url(L.secret.random(16)) })
+  local ok, sig = pcall(L.secret.es256_sign, client.private_key, header .. "." .. claims)
+  if not ok then fail(self, "cannot sign the client assertion: " .. tostring(sig), "bad_key") end
+  return header .. "." .. claims .. "." .. b64url(sig)
+end
+
 local function token_auth(self, client, md, fields, headers)
   local method = auth_method(self, client, md)
-  if method == "client_secret_basic" and client.secret then
+  if method == "private_key_jwt" and client.private_key then
+    fields.client_id = client.id
+    fields.client_assertion_type = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+    fields.client_assertion = client_assertion(self, client, md)
+  elseif method == "client_secret_basic" and client.secret then
     headers.Authorization = "Basic " .. require("lash.models.parts").base64(pct(client.id) .. ":" .. pct(client.secret))
   elseif method == "client_secret_post" and client.secret then
     fields.client_id = client.id
@@ -418,7 +444,7 @@ local function token_auth(self, client, md, fields, headers)
 end
 
 local TOKEN_FIELDS = { "grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "assertion", "scope",
-                       "resource", "client_id", "client_secret" }
+                       "resource", "client_id", "client_secret", "client_assertion_type", "client_assertion" }
 
 function Auth:token_request(d, client, fields)
   local headers = { ["Content-Type"] = "application/x-www-form-urlencoded", Accept = "application/json" }
@@ -447,7 +473,8 @@ end
 function Auth:refresh()
   local st = self:load()
   if not st.refresh_token or not st.token_endpoint then return nil, "no refresh token" end
-  local client = self.o.client_id and { id = self.o.client_id, secret = self.o.client_secret } or st.client
+  local client = self.o.client_id and { id = self.o.client_id, secret = self.o.client_secret,
+                                        private_key = self.o.private_key } or st.client
   if type(client) ~= "table" or not client.id then return nil, "no client" end
   local d = { server = { token_endpoint = st.token_endpoint }, resource = st.resource, issuer = st.issuer }
   local ok, why = self:token_request(d, client, { grant_type = "refresh_token", refresh_token = st.refresh_token,
@@ -603,7 +630,7 @@ end
 
 function Auth:client_credentials(d, scope)
   local o = self.o
-  local client = { id = o.client_id, secret = o.client_secret }
+  local client = { id = o.client_id, secret = o.client_secret, private_key = o.private_key }
   local tok, why = self:token_request(d, client, { grant_type = "client_credentials", scope = scope,
                                                     resource = d.resource })
   if not tok then fail(self, "the client_credentials grant failed: " .. why, "token_failed") end
