@@ -400,17 +400,24 @@ static int ec_private_key(const char *key, size_t len, unsigned char d[32]) {
     memcpy(der, key, len);
     n = len;
   }
-  {
-    int curve = 0;
-    for (i = 0; i + sizeof p256_oid <= n; i++)
-      if (memcmp(der + i, p256_oid, sizeof p256_oid) == 0) curve = 1;
-    if (!curve) return -2;
-  }
   for (i = 0; i + sizeof lead + 32 <= n; i++)
     if (memcmp(der + i, lead, sizeof lead) == 0) {
-      memcpy(d, der + i + sizeof lead, 32);
-      return 0;
+      size_t j;
+      for (j = 0; j + sizeof p256_oid <= n; j++)
+        if (memcmp(der + j, p256_oid, sizeof p256_oid) == 0) {
+          memcpy(d, der + i + sizeof lead, 32);
+          return 0;
+        }
+      return -2;   /* an EC key on another curve */
     }
+  /* an algorithm that is not EC (an RSA key's PKCS#8 header) */
+  {
+    static const unsigned char ec_oid[] = {0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01};
+    int ec = 0;
+    for (i = 0; i + sizeof ec_oid <= n; i++)
+      if (memcmp(der + i, ec_oid, sizeof ec_oid) == 0) ec = 1;
+    if (ec || (begin && n > 16)) return -2;
+  }
   return -1;
 }
 
