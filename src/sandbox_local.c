@@ -1375,6 +1375,27 @@ static void spawn_read_info(spawn_ctx *c) {
 static void spawn_signal(void *ud, int sig) {
   spawn_ctx *c = ud;
   spawn_read_info(c);
+  /* killed right after it started: bwrap may not have named the jail's
+  ** init yet, nor armed --die-with-parent, so killing bwrap alone could
+  ** leave the jail running; wait for the name (bounded: bwrap writes it as
+  ** soon as the namespace exists, and EOF comes if it dies first) */
+  if (sig == SIGKILL && c->init_pidfd < 0 && c->info_fd >= 0) {
+    uint64_t end = lash_now_ns() + 2000000000ull;
+    while (c->init_pidfd < 0 && c->info_fd >= 0) {
+      struct pollfd pf = {c->info_fd, POLLIN, 0};
+      uint64_t now = lash_now_ns();
+      int r;
+      if (now >= end) break;
+      r = poll(&pf, 1, (int)((end - now) / 1000000ull) + 1);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      {
+        size_t before = c->info_len;
+        spawn_read_info(c);
+        if (c->info_len == before && c->init_pidfd < 0) break;   /* EOF */
+      }
+    }
+  }
   /* the namespace's init ignores what it has no handler for, but SIGKILL
   ** from outside takes it and so every process of the jail */
   if (c->init_pidfd >= 0)
