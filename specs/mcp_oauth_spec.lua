@@ -148,6 +148,23 @@ describe("lash.mcp.oauth refresh", function()
     assert.is_true(kept.expires_at > os.time())
     os.execute("rm -rf " .. d)
   end)
+  it("shares one authorization between requests refused at the same time", function()
+    local base, seen, done = token_server {
+      { status = 200, body = { access_token = "t2", refresh_token = "r2" } },
+    }
+    local a = oauth.new { url = "http://s/mcp", token_file = false, client_id = "pre" }
+    a.state = { access_token = "t1", refresh_token = "r1", token_endpoint = base .. "/token" }
+    local results = {}
+    local tasks = {}
+    for i = 1, 3 do
+      tasks[i] = lash.spawn(function() results[i] = a:challenge(401, "Bearer") end)
+    end
+    for i = 1, 3 do tasks[i]:join() end
+    done()
+    assert.same({ true, true, true }, results)
+    assert.equal(1, #seen)
+    assert.equal("Bearer t2", a:header())
+  end)
   it("answers a 401 by refreshing once, and a failed refresh drops the refresh token", function()
     local base, seen, done = token_server {
       { status = 200, body = { access_token = "t2", refresh_token = "r2" } },

@@ -692,6 +692,22 @@ end
 -- 403; www: its WWW-Authenticate header. Returns true when the request
 -- should be sent again; raises an "auth" error saying why not.
 function Auth:challenge(status, www)
+  -- requests refused at the same time (parallel tool calls) share one
+  -- authorization: the others wait for it and send again with its token
+  if self.pending then
+    local ok = pcall(self.pending.wait, self.pending)
+    return ok
+  end
+  local f = lash().future()
+  self.pending = f
+  local ok, res = pcall(self.challenge_now, self, status, www)
+  self.pending = nil
+  if ok then f:set(true) else f:fail(res) end
+  if not ok then error(res, 0) end
+  return res
+end
+
+function Auth:challenge_now(status, www)
   local c = M.parse_challenge(www) or {}
   local st = self:load()
   if status == 403 and c.error ~= "insufficient_scope" then return false end
