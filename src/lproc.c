@@ -535,20 +535,27 @@ static void push_metatable(lua_State *L) {
   }
 }
 
-void lash_proc_adopt(lua_State *L, pid_t pid, int in_fd, int out_fd,
-                     int err_fd, int group, const lash_proc_hooks *hooks) {
-  int s, rc;
-  proc *p;
-  /* the handle first: if even that fails, nobody would own the child */
-  p = lua_newuserdatauv(L, sizeof *p, 0);
+void *lash_proc_push_empty(lua_State *L) {
+  proc *p = lua_newuserdatauv(L, sizeof *p, 0);
+  int s;
   memset(p, 0, sizeof *p);
   for (s = 0; s < S_N; s++) {
+    p->fd[s] = -1;
     p->op[s].p = p;
     p->op[s].which = s;
   }
   p->exitw.p = p;
   p->exitw.which = -1;
   p->child.pidfd = -1;
+  push_metatable(L);
+  lua_setmetatable(L, -2);
+  return p;
+}
+
+int lash_proc_adopt(lua_State *L, void *h, pid_t pid, int in_fd, int out_fd,
+                    int err_fd, int group, const lash_proc_hooks *hooks) {
+  proc *p = h;
+  int s, rc;
   p->pid = pid;
   p->running = 1;
   p->group = group;
@@ -559,12 +566,11 @@ void lash_proc_adopt(lua_State *L, pid_t pid, int in_fd, int out_fd,
   for (s = 0; s < S_N; s++)
     if (p->fd[s] >= 0) fcntl(p->fd[s], F_SETFL, O_NONBLOCK);
   p->loop = lash_runtime_loop(L);
-  push_metatable(L);
-  lua_setmetatable(L, -2);
   if ((rc = lash_child_start(p->loop, &p->child, pid, on_exit_cb, p)) != 0) {
     proc_teardown(p);
-    luaL_error(L, "lash.proc: cannot watch the child: %s", strerror(-rc));
+    return rc;
   }
+  return 0;
 }
 
 int lash_open_proc(lua_State *L) {

@@ -23,13 +23,18 @@ typedef struct lash_proc_hooks {
   void *ctx;
 } lash_proc_hooks;
 
-/* Push a lash.proc handle for the running child pid (a child of this
-** process) with its stdin, stdout and stderr pipes (any may be -1; they
-** are made non-blocking). group: the child leads its own process group,
-** which kill and close signal too. The handle owns the descriptors and the
-** hooks from here on, even when this raises (it closes them, kills and
-** reaps the child, and releases the hooks). */
-void lash_proc_adopt(lua_State *L, pid_t pid, int in_fd, int out_fd,
-                     int err_fd, int group, const lash_proc_hooks *hooks);
+/* Push an empty lash.proc handle (it behaves as a closed one) and return
+** it, before starting the child, so that nothing can fail between the
+** start and the handle owning the child. */
+void *lash_proc_push_empty(lua_State *L);
+
+/* Hand the running child pid (a child of this process) with its stdin,
+** stdout and stderr pipes (any may be -1; they are made non-blocking) to
+** the handle h. group: the child leads its own process group, which kill
+** and close signal too. The handle owns the descriptors and the hooks from
+** here on; when watching the child fails it kills and reaps it, releases
+** the hooks and returns -errno (else 0). */
+int lash_proc_adopt(lua_State *L, void *h, pid_t pid, int in_fd, int out_fd,
+                    int err_fd, int group, const lash_proc_hooks *hooks);
 
 #endif

@@ -1434,12 +1434,14 @@ static int local_spawn(lua_State *L) {
   char *empty[] = {NULL};
   spawn_ctx *c;
   lash_proc_hooks hooks;
+  void *handle;
   luaL_checktype(L, 1, LUA_TTABLE);
   id = check_id(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
   luaL_checktype(L, 4, LUA_TTABLE);
   lua_settop(L, 4);
   load(L, 1, id, root, sizeof root, &box, &m, 0);   /* 5 box, 6 meta */
+  handle = lash_proc_push_empty(L);                 /* 7: owns the child */
   if (lua_getfield(L, 4, "cwd") == LUA_TSTRING) {
     if (lsb_path_join(m.workdir, lua_tostring(L, -1), cwd, sizeof cwd) != 0)
       luaL_error(L, "cwd is too long");
@@ -1548,8 +1550,12 @@ static int local_spawn(lua_State *L) {
   hooks.signal = m.isolation_none ? NULL : spawn_signal;
   hooks.release = spawn_release;
   hooks.ctx = c;
-  lash_proc_adopt(L, sp.pid, sp.in_fd, sp.out_fd, sp.err_fd, m.isolation_none,
-                  &hooks);
+  rc = lash_proc_adopt(L, handle, sp.pid, sp.in_fd, sp.out_fd, sp.err_fd,
+                       m.isolation_none, &hooks);
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot watch the command: %s",
+                       strerror(-rc));
+  lua_pushvalue(L, 7);
   return 1;
 }
 
