@@ -77,6 +77,8 @@ static void on_exit_cb(lash_loop *loop, lash_child *c, int status) {
   (void)loop;
   p->running = 0;
   p->status = status;
+  /* an adopted child's remains (a jail's other processes) go with it */
+  if (p->hooks.signal) p->hooks.signal(p->hooks.ctx, SIGKILL);
   if (p->exitw.busy) lash_wait_done(&p->exitw.w);
 }
 

@@ -1372,30 +1372,32 @@ static void spawn_read_info(spawn_ctx *c) {
   }
 }
 
+/* Wait (bounded, blocking) until bwrap names the jail's init: it does as
+** soon as the namespace exists (milliseconds), or closes the pipe if it
+** dies first. Until then a kill of bwrap alone could orphan a jail whose
+** --die-with-parent is not armed yet. */
+static void spawn_await_init(spawn_ctx *c, int ms) {
+  uint64_t end = lash_now_ns() + (uint64_t)ms * 1000000ull;
+  spawn_read_info(c);
+  while (c->init_pidfd < 0 && c->info_fd >= 0) {
+    struct pollfd pf = {c->info_fd, POLLIN, 0};
+    uint64_t now = lash_now_ns();
+    size_t before;
+    int r;
+    if (now >= end) break;
+    r = poll(&pf, 1, (int)((end - now) / 1000000ull) + 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    before = c->info_len;
+    spawn_read_info(c);
+    if (c->info_len == before && c->init_pidfd < 0) break;   /* EOF */
+  }
+}
+
 static void spawn_signal(void *ud, int sig) {
   spawn_ctx *c = ud;
-  spawn_read_info(c);
-  /* killed right after it started: bwrap may not have named the jail's
-  ** init yet, nor armed --die-with-parent, so killing bwrap alone could
-  ** leave the jail running; wait for the name (bounded: bwrap writes it as
-  ** soon as the namespace exists, and EOF comes if it dies first) */
-  if (sig == SIGKILL && c->init_pidfd < 0 && c->info_fd >= 0) {
-    uint64_t end = lash_now_ns() + 2000000000ull;
-    while (c->init_pidfd < 0 && c->info_fd >= 0) {
-      struct pollfd pf = {c->info_fd, POLLIN, 0};
-      uint64_t now = lash_now_ns();
-      int r;
-      if (now >= end) break;
-      r = poll(&pf, 1, (int)((end - now) / 1000000ull) + 1);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      {
-        size_t before = c->info_len;
-        spawn_read_info(c);
-        if (c->info_len == before && c->init_pidfd < 0) break;   /* EOF */
-      }
-    }
-  }
+  if (sig == SIGKILL) spawn_await_init(c, 2000);
+  else spawn_read_info(c);
   /* the namespace's init ignores what it has no handler for, but SIGKILL
   ** from outside takes it and so every process of the jail */
   if (c->init_pidfd >= 0)
@@ -1540,7 +1542,11 @@ static int local_spawn(lua_State *L) {
                        strerror(-rc));
   }
   c->info_fd = infop[0];
-  if (c->info_fd >= 0) fcntl(c->info_fd, F_SETFL, O_NONBLOCK);
+  if (c->info_fd >= 0) {
+    fcntl(c->info_fd, F_SETFL, O_NONBLOCK);
+    /* know the jail's init before anyone (destroy included) can kill bwrap */
+    spawn_await_init(c, 5000);
+  }
   /* a job record under the lock, so that destroy can find it */
   c->job_dirfd = dup(box->dirfd);
   if (c->job_dirfd >= 0 &&
