@@ -163,9 +163,11 @@ if [ -f "$SDKEX" ]; then
   opid=$!
   for _ in $(seq 100); do grep -q "MCP Streamable HTTP Server listening" "$work/oauth-srv.log" && break; sleep 0.1; done
   OURL=http://localhost:$oport/mcp
+  # (first a redirect with a forged state, which lash must refuse and wait past)
   cat > "$work/browser.sh" <<'EOS'
 #!/bin/sh
 loc=$(curl -s -o /dev/null -w '%{redirect_url}' "$1")
+curl -s -o /dev/null -w '%{http_code}\n' "$(echo "$loc" | sed 's/state=[^&]*/state=forged/')" >> "$(dirname "$0")/browser.log"
 curl -s "$loc" >/dev/null
 EOS
   chmod +x "$work/browser.sh"
@@ -175,6 +177,7 @@ EOS
     sh -c "[ $rc = 4 ] && echo \"\$0\" | grep -q 'lash mcp login'" "$err"
   BROWSER=$work/browser.sh timeout 60 "$LASH" mcp login "$OURL" >"$work/login.out" 2>&1; rc=$?
   check "oauth: lash mcp login runs discovery, registration, PKCE and the loopback redirect" test $rc = 0
+  check "oauth: a redirect with a forged state is refused (400) and waited past" test "$(cat "$work/browser.log" 2>/dev/null)" = 400
   tf=$(ls "$XDG_STATE_HOME"/lash/mcp-oauth/*.json 2>/dev/null | head -1)
   check "oauth: the tokens are kept in a file only the user can read (0600)" test "$(stat -c %a "$tf" 2>/dev/null)" = 600
   out=$("$LASH" mcp call "$OURL" greet '{"name":"lash"}' 2>&1); rc=$?

@@ -506,28 +506,34 @@ local function interactive_default()
 end
 
 -- Wait on a loopback listener for the browser's redirect; returns the
--- request's query table.
-local function await_redirect(self, listener, path, seconds)
+-- request's query table. A request without our state (another local
+-- process guessing the port) is answered 400 and waited past.
+local function await_redirect(self, listener, path, seconds, state)
   local L = lash()
-  local result, timed_out = nil, false
+  local result, timed_out, current = nil, false, nil
   local timer = L.spawn(function()
     L.sleep(seconds)
     timed_out = true
     listener:close()
+    if current then current:close() end   -- a client that never sends
   end)
-  while not result do
+  while not result and not timed_out do
     local ok, conn = pcall(listener.accept, listener)
     if not ok or not conn then break end
+    current = conn
     local buf = ""
     while not buf:find("\r\n\r\n", 1, true) and #buf < 65536 do
-      local chunk = conn:read()
-      if not chunk then break end
+      local rok, chunk = pcall(conn.read, conn)
+      if not rok or not chunk then break end
       buf = buf .. chunk
     end
     local target = buf:match("^GET ([^ ]+) HTTP/1%.[01]\r\n")
     local tpath, query = (target or ""):match("^([^?]*)%??(.*)$")
-    if tpath == path then
-      result = parse_query(query)
+    local q = tpath == path and parse_query(query) or nil
+    if q and q.state ~= state then
+      pcall(conn.write, conn, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    elseif q then
+      result = q
       local page = "<!doctype html><title>lash</title><p>" .. (result.error and "Authorization failed; "
         or "lash is authorized; ") .. "you can close this tab and return to the terminal.</p>"
       pcall(conn.write, conn, "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: "
@@ -535,6 +541,7 @@ local function await_redirect(self, listener, path, seconds)
     else
       pcall(conn.write, conn, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
     end
+    current = nil
     conn:close()
   end
   timer:cancel()
@@ -613,7 +620,7 @@ function Auth:authorize_code(d, scope)
         L.spawn(function() p:wait(); p:close() end)
       end)
     end
-    back = await_redirect(self, listener, "/callback", o.timeout and math.max(o.timeout, 60) or 300)
+    back = await_redirect(self, listener, "/callback", o.timeout and math.max(o.timeout, 60) or 300, state)
   end
   if back.error then
     fail(self, "the authorization server refused: " .. tostring(back.error)
