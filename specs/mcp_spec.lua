@@ -200,17 +200,47 @@ describe("MCP servers in specs", function()
     assert.is_nil(a)
     assert.matches("MCPServerStdio starts a host command (sh)", err, 1, true)
     assert.is_truthy(lash.load_spec_string(yaml, "s.yaml", { trust = true }))
+    assert.matches("sandbox: true", err, 1, true)
+    -- inside the run's sandbox it is one more jailed command: allowed
+    local jailed = "model: test\ncapabilities:\n  - Sandbox: {}\n  - MCPServerStdio: {command: node, sandbox: true}\n"
+    assert.is_truthy(lash.load_spec_string(jailed, "j.yaml"))
+    for _, other in ipairs { "false", "{timeout: 5}", "lb-aaaaaaaaaaaaaaaaaaaa" } do
+      local c, cerr = lash.load_spec_string("model: test\ncapabilities:\n  - MCPServerStdio: {command: node, sandbox: "
+        .. other .. "}\n", "o.yaml")
+      assert.is_nil(c, other)
+      assert.matches("starts a host command", cerr, 1, true)
+    end
     local b = lash.load_spec_string("model: test\ncapabilities:\n  - MCPServerStreamableHTTP: {url: 'http://127.0.0.1:1/mcp'}\n", "h.yaml")
     assert.is_truthy(b)
+    local o = "model: test\ncapabilities:\n  - MCPServerStreamableHTTP: {url: 'http://127.0.0.1:1/mcp', oauth: {token_file: /etc/x}}\n"
+    local c, cerr = lash.load_spec_string(o, "o.yaml")
+    assert.is_nil(c)
+    assert.matches("come from the trusted side", cerr, 1, true)
+    assert.is_truthy(lash.load_spec_string(o, "o.yaml", { trust = true }))
   end)
   it("leave host processes and sockets out of an untrusted Lua spec's lash", function()
-    for _, expr in ipairs { "lash.proc", "lash.net", "lash.core", "lash.mcp.stdio" } do
+    for _, expr in ipairs { "lash.proc", "lash.net", "lash.core" } do
       local a, err = lash.load_spec_string("local x = " .. expr .. "; return lash.agent{model='test'}", "u.lua")
       assert.is_nil(a, expr)
       assert.matches("not available to a spec loaded without --trust", err, 1, true)
     end
     assert.is_truthy(lash.load_spec_string("local x = lash.proc; return lash.agent{model='test'}", "t.lua",
                                            { trust = true }))
+  end)
+  it("let an untrusted Lua spec run a stdio server only inside the run's sandbox", function()
+    local a, err = lash.load_spec_string("return lash.agent{model='test', toolsets = {lash.mcp.stdio{command='sh'}}}",
+                                         "u.lua")
+    assert.is_nil(a)
+    assert.matches("inside the run's sandbox only", err, 1, true)
+    local _, herr = lash.load_spec_string("return lash.agent{model='test', toolsets = {lash.mcp.http{url='http://x'}}}",
+                                          "h.lua")
+    assert.matches("not available to a spec loaded without --trust", herr, 1, true)
+    -- the spec keeps its table; changing it after the check changes nothing
+    local src = "local d = {command = 'sh', sandbox = true}\n"
+      .. "local ts = lash.mcp.stdio(d)\nd.sandbox = nil\n"
+      .. "return lash.agent{model='test', capabilities = {lash.sandbox_capability{}}, toolsets = {ts}}"
+    local b = assert(lash.load_spec_string(src, "j.lua"))
+    assert.is_true(b.own_toolsets[1].def.sandbox)
   end)
 end)
 

@@ -22,6 +22,7 @@
 */
 #include "runtime.h"
 #include "modules.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,6 +60,8 @@ struct proc {
   lash_io io[S_N];
   pwait op[S_N];
   pwait exitw;
+  int group;                /* the child leads a process group of its own */
+  lash_proc_hooks hooks;    /* adopted children: what else to signal */
 };
 
 static proc *check_proc(lua_State *L) {
@@ -74,6 +77,8 @@ static void on_exit_cb(lash_loop *loop, lash_child *c, int status) {
   (void)loop;
   p->running = 0;
   p->status = status;
+  /* an adopted child's remains (a jail's other processes) go with it */
+  if (p->hooks.signal) p->hooks.signal(p->hooks.ctx, SIGKILL);
   if (p->exitw.busy) lash_wait_done(&p->exitw.w);
 }
 
@@ -92,7 +97,8 @@ static void proc_teardown(proc *p) {
   if (p->running) {
     /* the group first (a server's own children), then the leader: its pid
     ** cannot be reused before we reap it, so the group id is still ours */
-    kill(-p->pid, SIGKILL);
+    if (p->group) kill(-p->pid, SIGKILL);
+    if (p->hooks.signal) p->hooks.signal(p->hooks.ctx, SIGKILL);
     lash_child_kill(&p->child, SIGKILL);
     lash_child_stop(p->loop, &p->child);
     while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR) {}
@@ -101,6 +107,9 @@ static void proc_teardown(proc *p) {
   } else {
     lash_child_stop(p->loop, &p->child);
   }
+  if (p->hooks.signal) p->hooks.signal(p->hooks.ctx, SIGKILL);
+  if (p->hooks.release) p->hooks.release(p->hooks.ctx);
+  memset(&p->hooks, 0, sizeof p->hooks);
   if (p->exitw.busy) lash_wait_done(&p->exitw.w);
   p->loop = NULL;
 }
@@ -222,6 +231,7 @@ static int l_spawn(lua_State *L) {
   p->exitw.p = p;
   p->exitw.which = -1;
   p->child.pidfd = -1;
+  p->group = 1;
   luaL_setmetatable(L, PROC_MT);
 
   if ((inmode == 0 && pipe2(in, O_CLOEXEC)) || pipe2(out, O_CLOEXEC) || pipe2(ep, O_CLOEXEC) ||
@@ -493,7 +503,8 @@ static int proc_kill(lua_State *L) {
     lua_pushboolean(L, 0);
     return 1;
   }
-  kill(-p->pid, sig);
+  if (p->group) kill(-p->pid, sig);
+  if (p->hooks.signal) p->hooks.signal(p->hooks.ctx, sig);
   lash_child_kill(&p->child, sig);
   lua_pushboolean(L, 1);
   return 1;
@@ -511,12 +522,11 @@ static int proc_running(lua_State *L) {
   return 1;
 }
 
-int lash_open_proc(lua_State *L) {
+static void push_metatable(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"read", proc_read}, {"write", proc_write}, {"close_stdin", proc_close_stdin},
     {"wait", proc_wait}, {"kill", proc_kill}, {"close", proc_close},
     {"pid", proc_pid}, {"running", proc_running}, {NULL, NULL}};
-  static const luaL_Reg funcs[] = {{"spawn", l_spawn}, {NULL, NULL}};
   if (luaL_newmetatable(L, PROC_MT)) {
     luaL_newlib(L, methods);
     lua_setfield(L, -2, "__index");
@@ -525,6 +535,49 @@ int lash_open_proc(lua_State *L) {
     lua_pushcfunction(L, proc_close);
     lua_setfield(L, -2, "__close");
   }
+}
+
+void *lash_proc_push_empty(lua_State *L) {
+  proc *p = lua_newuserdatauv(L, sizeof *p, 0);
+  int s;
+  memset(p, 0, sizeof *p);
+  for (s = 0; s < S_N; s++) {
+    p->fd[s] = -1;
+    p->op[s].p = p;
+    p->op[s].which = s;
+  }
+  p->exitw.p = p;
+  p->exitw.which = -1;
+  p->child.pidfd = -1;
+  push_metatable(L);
+  lua_setmetatable(L, -2);
+  return p;
+}
+
+int lash_proc_adopt(lua_State *L, void *h, pid_t pid, int in_fd, int out_fd,
+                    int err_fd, int group, const lash_proc_hooks *hooks) {
+  proc *p = h;
+  int s, rc;
+  p->pid = pid;
+  p->running = 1;
+  p->group = group;
+  if (hooks) p->hooks = *hooks;
+  p->fd[S_STDIN] = in_fd;
+  p->fd[S_STDOUT] = out_fd;
+  p->fd[S_STDERR] = err_fd;
+  for (s = 0; s < S_N; s++)
+    if (p->fd[s] >= 0) fcntl(p->fd[s], F_SETFL, O_NONBLOCK);
+  p->loop = lash_runtime_loop(L);
+  if ((rc = lash_child_start(p->loop, &p->child, pid, on_exit_cb, p)) != 0) {
+    proc_teardown(p);
+    return rc;
+  }
+  return 0;
+}
+
+int lash_open_proc(lua_State *L) {
+  static const luaL_Reg funcs[] = {{"spawn", l_spawn}, {NULL, NULL}};
+  push_metatable(L);
   lua_pop(L, 1);
   luaL_newlib(L, funcs);
   return 1;

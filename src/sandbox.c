@@ -53,7 +53,8 @@ static const char *const required_slots[] = {
   "destroy", NULL
 };
 static const char *const optional_slots[] = {
-  "read_tags", "write_tags", "cas_tags", "list", "gc", "probe", "snapshot", NULL
+  "read_tags", "write_tags", "cas_tags", "list", "gc", "probe", "snapshot",
+  "spawn", NULL
 };
 
 /* ---- errors ------------------------------------------------------------ */
@@ -446,6 +447,7 @@ static void register_c_backend(lua_State *L, const lash_sandbox_backend *b) {
     {"write_tags", b->write_tags}, {"poll", b->poll},
     {"destroy", b->destroy}, {"cas_tags", b->cas_tags}, {"list", b->list},
     {"gc", b->gc}, {"probe", b->probe}, {"snapshot", b->snapshot},
+    {"spawn", b->spawn},
   };
   size_t i;
   push_backends(L);
@@ -1102,6 +1104,81 @@ static int m_exec(lua_State *L) {
   return dispatch(L, "exec", 2, exec_k);
 }
 
+/*** Start a long-lived process in the sandbox with its stdin, stdout and
+** stderr as streams (an MCP server run jailed): the same jail as exec's,
+** no deadline. argv is a list of strings, or a string run with sh -c.
+** @function sandbox:spawn
+** @tparam[opt] table opts cwd, env (as exec's)
+** @return a lash.proc handle (read, write, close_stdin, wait, kill, close);
+**   closing it ends the process, and so does destroying the sandbox */
+static int m_spawn(lua_State *L) {
+  int argv, opts;
+  check_open(L, 1);
+  lua_settop(L, 3);
+  if (sb_field(L, 1, "fns") != LUA_TTABLE ||
+      lua_getfield(L, -1, "spawn") != LUA_TFUNCTION) {
+    sb_field(L, 1, "backend");
+    return lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported",
+                              "the %s backend cannot run a long-lived process "
+                              "with streams (sandbox:spawn, used for MCP "
+                              "servers inside a sandbox): not supported on "
+                              "this backend yet; use the local backend",
+                              lua_tostring(L, -1));
+  }
+  lua_settop(L, 3);
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    check_cstring(L, 2, "command");
+    lua_createtable(L, 3, 0);
+    lua_pushliteral(L, "sh");
+    lua_rawseti(L, -2, 1);
+    lua_pushliteral(L, "-c");
+    lua_rawseti(L, -2, 2);
+    lua_pushvalue(L, 2);
+    lua_rawseti(L, -2, 3);
+  } else {
+    lua_Integer i, n;
+    luaL_argexpected(L, lua_istable(L, 2), 2, "argv table or command string");
+    n = (lua_Integer)lua_rawlen(L, 2);
+    if (n == 0) luaL_argerror(L, 2, "argv is empty");
+    lua_createtable(L, (int)n, 0);
+    for (i = 1; i <= n; i++) {
+      lua_rawgeti(L, 2, i);
+      check_cstring(L, -1, "argv element");
+      lua_rawseti(L, -2, i);
+    }
+  }
+  argv = lua_gettop(L);
+  lua_createtable(L, 0, 2);
+  opts = lua_gettop(L);
+  if (!lua_isnil(L, 3)) {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, 3)) {
+      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+      if (strcmp(k, "cwd") && strcmp(k, "env"))
+        luaL_error(L, "spawn: unknown option '%s' (it takes cwd, env)", k);
+      lua_pop(L, 1);
+    }
+    if (lua_getfield(L, 3, "cwd") != LUA_TNIL) {
+      if (!*check_cstring(L, -1, "cwd"))
+        luaL_error(L, "cwd is empty (leave it out to run in the workdir)");
+      lua_setfield(L, opts, "cwd");
+    } else {
+      lua_pop(L, 1);
+    }
+    if (lua_getfield(L, 3, "env") != LUA_TNIL) {
+      copy_string_map(L, -1, "env", 1, 0);
+      lua_setfield(L, opts, "env");
+    }
+    lua_settop(L, opts);
+  }
+  lua_pushvalue(L, argv);
+  lua_pushvalue(L, opts);
+  lua_remove(L, argv);
+  lua_remove(L, argv);
+  return dispatch(L, "spawn", 2, finish_k);
+}
+
 /*** @function sandbox:stat
 ** @treturn table kind ("file", "dir", "symlink", "other"), size, mode, mtime */
 static int m_stat(lua_State *L) {
@@ -1676,7 +1753,7 @@ static const luaL_Reg methods[] = {
   {"write_file", m_write_file}, {"list_dir", m_list_dir},
   {"read_tags", m_read_tags}, {"write_tags", m_write_tags},
   {"poll", m_poll}, {"destroy", m_destroy}, {"attach", m_attach},
-  {"snapshot", m_snapshot},
+  {"snapshot", m_snapshot}, {"spawn", m_spawn},
   {"release", m_release}, {"close", m_close}, {"detach", m_detach},
   {NULL, NULL}
 };

@@ -79,6 +79,11 @@
 **   snapshot(cfg, id)                  -> snapshot id: the sandbox's files as
 **       they are now, from which `create{from_snapshot = id}` starts a new
 **       sandbox (modal: an image id; local: a copy of the workspace).
+**   spawn(cfg, id, argv, opts)         -> a lash.proc handle (proc.h): a
+**       long-lived process in the sandbox whose stdin, stdout and stderr
+**       are streams on the loop (an MCP server run jailed). argv as exec's;
+**       opts: cwd, env as exec's. No deadline; the process ends when the
+**       handle is closed or the sandbox is destroyed.
 ** Relative paths are the backend's to resolve, against the sandbox's
 ** workdir.
 **
@@ -140,6 +145,7 @@ typedef struct lash_sandbox_backend {
                 read_tags, write_tags, poll, destroy;
   lua_CFunction cas_tags, list, gc, probe;   /* optional (NULL) */
   lua_CFunction snapshot;                    /* optional (NULL) */
+  lua_CFunction spawn;                       /* optional (NULL) */
 } lash_sandbox_backend;
 
 #define LASH_SANDBOX_BACKENDS(X) \

@@ -23,6 +23,7 @@
 #include "sandbox_super.h"
 #include "output.h"
 #include "runtime.h"
+#include "proc.h"
 
 #include <dirent.h>
 #include <stddef.h>
@@ -1390,6 +1391,232 @@ static int local_exec(lua_State *L) {
   return lash_wait_yield(L, &op->w, (lua_KContext)op, exec_k);
 }
 
+/* ---- spawn: a long-lived process with its streams ------------------------- */
+
+/* What lash.proc cannot know about a jailed child: bwrap's --info-fd (the
+** pid namespace's init, to kill the whole jail) and the job record that
+** lets destroy find it. Freed by spawn_release once lash.proc has reaped
+** bwrap. */
+typedef struct spawn_ctx {
+  int info_fd;
+  int init_pidfd;
+  char info[512];
+  size_t info_len;
+  int job_dirfd;
+  char job[64];
+} spawn_ctx;
+
+static void spawn_read_info(spawn_ctx *c) {
+  char *p;
+  while (c->info_fd >= 0 && c->info_len < sizeof c->info - 1) {
+    ssize_t n = read(c->info_fd, c->info + c->info_len,
+                     sizeof c->info - 1 - c->info_len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;   /* EAGAIN: not yet; EOF: bwrap is done with it */
+    c->info_len += (size_t)n;
+  }
+  c->info[c->info_len] = '\0';
+  if (c->init_pidfd < 0 && (p = strstr(c->info, "\"child-pid\"")) != NULL) {
+    long pid;
+    p = strchr(p, ':');
+    pid = p ? strtol(p + 1, NULL, 10) : 0;
+    if (pid > 1) c->init_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+  }
+}
+
+/* Wait (bounded, blocking) until bwrap names the jail's init: it does as
+** soon as the namespace exists (milliseconds), or closes the pipe if it
+** dies first. Until then a kill of bwrap alone could orphan a jail whose
+** --die-with-parent is not armed yet. */
+static void spawn_await_init(spawn_ctx *c, int ms) {
+  uint64_t end = lash_now_ns() + (uint64_t)ms * 1000000ull;
+  spawn_read_info(c);
+  while (c->init_pidfd < 0 && c->info_fd >= 0) {
+    struct pollfd pf = {c->info_fd, POLLIN, 0};
+    uint64_t now = lash_now_ns();
+    size_t before;
+    int r;
+    if (now >= end) break;
+    r = poll(&pf, 1, (int)((end - now) / 1000000ull) + 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    before = c->info_len;
+    spawn_read_info(c);
+    if (c->info_len == before && c->init_pidfd < 0) break;   /* EOF */
+  }
+}
+
+static void spawn_signal(void *ud, int sig) {
+  spawn_ctx *c = ud;
+  if (sig == SIGKILL) spawn_await_init(c, 2000);
+  else spawn_read_info(c);
+  /* the namespace's init ignores what it has no handler for, but SIGKILL
+  ** from outside takes it and so every process of the jail */
+  if (c->init_pidfd >= 0)
+    syscall(SYS_pidfd_send_signal, c->init_pidfd, sig,
+            NULL, 0);
+}
+
+static void spawn_release(void *ud) {
+  spawn_ctx *c = ud;
+  if (c->init_pidfd >= 0) {
+    syscall(SYS_pidfd_send_signal, c->init_pidfd, SIGKILL, NULL, 0);
+    close(c->init_pidfd);
+  }
+  if (c->info_fd >= 0) close(c->info_fd);
+  if (c->job_dirfd >= 0) {
+    if (c->job[0]) lsb_job_remove(c->job_dirfd, c->job);
+    close(c->job_dirfd);
+  }
+  free(c);
+}
+
+/* spawn(cfg, id, argv, opts) -> a lash.proc handle: the command runs in
+** the same jail as exec's (view, masks, namespaces, uid, rlimits, network
+** policy, env), with no deadline and its stdin, stdout and stderr as pipes
+** on the loop. It is recorded as a job, so destroying the sandbox ends it. */
+static int local_spawn(lua_State *L) {
+  char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX], exe[LSB_PATH_MAX];
+  const char *id, *stage = NULL;
+  lsb_box *box;
+  meta m;
+  int envt, rc = 0, i, argsfd = -1, infop[2] = {-1, -1};
+  lsb_argv argv, envs, jargv;
+  lsb_spawn sp;
+  lsb_spawn_opts so;
+  lsb_view *v = NULL;
+  char *empty[] = {NULL};
+  spawn_ctx *c;
+  lash_proc_hooks hooks;
+  void *handle;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  id = check_id(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  lua_settop(L, 4);
+  load(L, 1, id, root, sizeof root, &box, &m, 0);   /* 5 box, 6 meta */
+  handle = lash_proc_push_empty(L);                 /* 7: owns the child */
+  if (lua_getfield(L, 4, "cwd") == LUA_TSTRING) {
+    if (lsb_path_join(m.workdir, lua_tostring(L, -1), cwd, sizeof cwd) != 0)
+      luaL_error(L, "cwd is too long");
+  } else {
+    snprintf(cwd, sizeof cwd, "%s", m.workdir);
+  }
+  lua_pop(L, 1);
+  if (m.isolation_none && !lsb_path_under(cwd, m.workdir))
+    lash_sandbox_raise(L, LASH_SB_ERROR, "denied", "cwd %s is outside the "
+                       "workspace %s (isolation = \"none\" exposes only the "
+                       "workspace)", cwd, m.workdir);
+  envt = exec_env(L, 6, 4, m.workdir);
+  if (!m.isolation_none) v = build_view(L, root, &m, 0);
+  c = calloc(1, sizeof *c);
+  if (!c) luaL_error(L, "out of memory");
+  c->info_fd = c->init_pidfd = c->job_dirfd = -1;
+  lsb_argv_init(&argv);
+  lsb_argv_init(&envs);
+  lsb_argv_init(&jargv);
+  {
+    lua_Integer n = (lua_Integer)lua_rawlen(L, 3);
+    for (i = 1; i <= n; i++) {
+      lua_rawgeti(L, 3, i);
+      lsb_argv_add(&argv, lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  env_strings(L, envt, &envs);
+  memset(&so, 0, sizeof so);
+  so.limits = &m.limits;
+  so.drop = m.drop;
+  so.uid = m.uid;
+  so.gid = m.gid;
+  so.want_stdin = 1;
+  so.outputs = 2;
+  if (argv.oom || envs.oom) rc = -ENOMEM;
+  if (m.isolation_none) {
+    const char *path;
+    lua_getfield(L, envt, "PATH");
+    path = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    if (!rc && (rc = lsb_find_exe(argv.v[0], path, exe, sizeof exe)) != 0)
+      stage = "find";
+    so.path = exe;
+    so.argv = argv.v;
+    so.envp = envs.v;
+    so.chdir = cwd;
+    so.new_session = 1;
+  } else if (!rc) {
+    lsb_jail j;
+    memset(&j, 0, sizeof j);
+    j.bwrap = m.bwrap;
+    j.view = v;
+    j.cwd = cwd;
+    j.network = m.network;
+    j.disable_userns = m.disable_userns;
+    j.env = (const char *const *)envs.v;
+    j.inner_uid = m.drop && m.uid >= LSB_UID_BASE ? LSB_INNER_UID : 0;
+    rc = lsb_jail_argv(&j, NULL, &jargv);
+    stage = "argv";
+    lsb_argv_add(&jargv, "--info-fd");
+    lsb_argv_add(&jargv, "5");
+    if (!rc && jargv.oom) rc = -ENOMEM;
+    if (!rc) rc = args_memfd(&jargv, &argsfd);
+    if (!rc && pipe2(infop, O_CLOEXEC) != 0) rc = -errno;
+    lsb_argv_free(&jargv);
+    lsb_argv_add(&jargv, m.bwrap);
+    lsb_argv_add(&jargv, "--args");
+    lsb_argv_add(&jargv, "4");
+    lsb_argv_add(&jargv, "--");
+    for (i = 0; (size_t)i < argv.n; i++) lsb_argv_add(&jargv, argv.v[i]);
+    if (!rc && jargv.oom) rc = -ENOMEM;
+    so.path = m.bwrap;
+    so.argv = jargv.v;
+    so.envp = empty;
+    so.pass_fd = argsfd;
+    so.pass_fd2 = infop[1];
+  }
+  if (!rc) rc = lsb_spawn_child(&so, &sp, &stage);
+  if (argsfd >= 0) close(argsfd);
+  if (infop[1] >= 0) close(infop[1]);
+  lsb_argv_free(&argv);
+  lsb_argv_free(&envs);
+  lsb_argv_free(&jargv);
+  if (v) lsb_view_close(v);
+  if (rc) {
+    if (infop[0] >= 0) close(infop[0]);
+    free(c);
+    if (rc == -ENOENT && stage &&
+        (strcmp(stage, "find") == 0 || strcmp(stage, "exec") == 0))
+      lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
+                         "not start in the sandbox: '%s' was not found",
+                         (lua_rawgeti(L, 3, 1), lua_tostring(L, -1)));
+    lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
+                       "not start in the sandbox (%s: %s)", stage ? stage : "?",
+                       strerror(-rc));
+  }
+  c->info_fd = infop[0];
+  if (c->info_fd >= 0) {
+    fcntl(c->info_fd, F_SETFL, O_NONBLOCK);
+    /* know the jail's init before anyone (destroy included) can kill bwrap */
+    spawn_await_init(c, 5000);
+  }
+  /* a job record under the lock, so that destroy can find it */
+  c->job_dirfd = dup(box->dirfd);
+  if (c->job_dirfd >= 0 &&
+      lsb_job_add(c->job_dirfd, sp.pid, c->job, sizeof c->job) != 0)
+    c->job[0] = '\0';
+  lsb_box_close(box);
+  hooks.signal = m.isolation_none ? NULL : spawn_signal;
+  hooks.release = spawn_release;
+  hooks.ctx = c;
+  rc = lash_proc_adopt(L, handle, sp.pid, sp.in_fd, sp.out_fd, sp.err_fd,
+                       m.isolation_none, &hooks);
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot watch the command: %s",
+                       strerror(-rc));
+  lua_pushvalue(L, 7);
+  return 1;
+}
+
 /* ---- file operations ---------------------------------------------------------- */
 
 typedef struct fop_op {
@@ -2049,4 +2276,5 @@ const lash_sandbox_backend lash_sandbox_backend_local = {
   local_gc,
   local_probe,
   local_snapshot,
+  local_spawn,
 };

@@ -310,6 +310,9 @@ local function new_run(agent, prompt, opts)
   -- for toolsets that report progress or ask the user (MCP servers)
   ctx.emit = function(ev) emit(run, ev) end
   ctx.approve = run.approve
+  -- for toolsets that start something inside the run's sandbox (an MCP
+  -- server with sandbox = true)
+  ctx.sandbox = function() return M.run_sandbox(run) end
   return run
 end
 
@@ -337,11 +340,30 @@ local function instantiate(run)
   run.sets, run.caps = sets, caps
 end
 
+local function open_set(run, s)
+  if s.opened then return end
+  s.opened = true
+  if s.ts.open then s.ts:open(run.ctx) end
+  run.opened[#run.opened + 1] = s.ts
+end
+
 local function open_all(run)
-  for _, s in ipairs(run.sets) do
-    if s.ts.open then s.ts:open(run.ctx) end
-    run.opened[#run.opened + 1] = s.ts
+  for _, s in ipairs(run.sets) do open_set(run, s) end
+end
+
+--- The run's sandbox: that of the first capability offering one (the
+-- sandbox capability's `sandbox()`), opened now if the run has not opened
+-- it yet, so that a toolset listed before it can use it (and is closed
+-- before it). nil when the run has no such capability or has not
+-- instantiated its capabilities.
+function M.run_sandbox(run)
+  for _, e in ipairs(run.caps or {}) do
+    if type(e.cap.sandbox) == "function" then
+      for _, s in ipairs(e.sets) do open_set(run, s) end
+      return e.cap:sandbox()
+    end
   end
+  return nil
 end
 
 -- Close every opened toolset in reverse order; returns the first error.

@@ -138,18 +138,24 @@ builtin.Sandbox = sandbox_type(nil, "backend")
 builtin.LocalSandbox = sandbox_type("local", "rootfs")
 builtin.ModalSandbox = sandbox_type("modal", "image")
 
--- MCP servers, by pydantic-ai's names. A stdio server is a host command:
--- only a trusted spec (--trust, or a spec built in Lua by the host) may
--- start one.
+-- MCP servers, by pydantic-ai's names. A stdio server on the host is a
+-- host command: only a trusted spec (--trust, or a spec built in Lua by
+-- the host) may start one. Inside the run's sandbox (`sandbox: true`) it
+-- is one more command in the jail, which any spec may ask for.
 local function mcp_type(kind)
   return function(arg, info)
     if type(arg) ~= "table" then
       error("expected options (a mapping), got " .. (arg == nil and "nothing" or type(arg)), 0)
     end
-    if kind == "stdio" and info.untrusted then
+    if kind == "stdio" and info.untrusted and arg.sandbox ~= true and arg.sandbox ~= "run" then
       error(info.name .. " starts a host command (" .. tostring(arg.command) .. "), which a spec may not do "
-        .. "unless it is trusted: load it with --trust, or add the server from Lua host code "
+        .. "unless it is trusted: run it inside the run's sandbox with `sandbox: true` (the agent then needs a "
+        .. "Sandbox capability), load the spec with --trust, or add the server from Lua host code "
         .. "(lash.mcp.stdio{...})", 0)
+    end
+    if kind == "http" and info.untrusted and arg.oauth ~= nil and arg.oauth ~= false and arg.oauth ~= true then
+      error(info.name .. ": `oauth` options (a token file, client credentials) come from the trusted side: load "
+        .. "the spec with --trust, or sign in once with `lash mcp login URL` (the spec then uses the kept tokens)", 0)
     end
     local def, prefix = {}, nil
     for k, v in pairs(arg) do

@@ -202,6 +202,28 @@ M.API = {
   rename_tool = function(l) return l.rename_tool end,
   wrap_tools = function(l) return l.wrap_tools end,
   sandbox_capability = function() return sandbox_ctor end,
+  -- an MCP server only inside the run's sandbox: one more command in the
+  -- jail (a host command, an id or create options are the host's to give)
+  mcp = function(l)
+    return read_only({
+      stdio = function(given)
+        -- a plain copy, checked: the spec keeps its table and could
+        -- change it after this check
+        local def = {}
+        if type(given) == "table" then for k, v in pairs(given) do def[k] = v end end
+        if def.sandbox ~= true and def.sandbox ~= "run" then
+          error("lash.mcp.stdio in a spec loaded without --trust runs the server inside the run's sandbox "
+            .. "only: set sandbox = true (and give the agent a sandbox capability), or load the spec with "
+            .. "--trust", 2)
+        end
+        return l.mcp.stdio(def)
+      end,
+      http = function()
+        error("lash.mcp.http is not available to a spec loaded without --trust (it connects from the host); "
+          .. "load the spec with --trust, or add the server from Lua host code", 2)
+      end,
+    }, "mcp")
+  end,
   script_model = function(l) return l.script_model end,
   render = function(l) return l.render end,
   render_fields = function(l) return l.render_fields end,

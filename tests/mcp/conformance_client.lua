@@ -13,7 +13,31 @@ local function sample(s)
   if t == "object" then return {} end
   return "test"
 end
-local transport = mcp.transport { url = url, name = "conformance", timeout = 20 }
+-- OAuth as a headless host does it: the "browser" is a GET of the
+-- authorization URL whose redirect we read; credentials the scenario
+-- pre-registered come in MCP_CONFORMANCE_CONTEXT
+local scenario = os.getenv("MCP_CONFORMANCE_SCENARIO") or ""
+local context = lash.json.try_decode(os.getenv("MCP_CONFORMANCE_CONTEXT") or "") or {}
+local oauth = {
+  token_file = false,
+  client_metadata_url = "https://conformance-test.local/client-metadata.json",
+  authorize = function(auth_url)
+    local status, headers = lash.http.request { url = auth_url, timeout = 20 }
+    assert(status >= 300 and status < 400 and headers.location, "the authorization endpoint did not redirect")
+    return headers.location
+  end,
+}
+if context.client_id then
+  oauth.client_id, oauth.client_secret, oauth.private_key = context.client_id, context.client_secret,
+    context.private_key_pem
+end
+if scenario:match("^auth/client%-credentials") then oauth.grant = "client_credentials" end
+if context.idp_token_endpoint then
+  oauth.grant = "jwt_bearer"
+  oauth.idp = { token_endpoint = context.idp_token_endpoint, id_token = context.idp_id_token,
+                client_id = context.idp_client_id }
+end
+local transport = mcp.transport { url = url, name = "conformance", timeout = 20, oauth = oauth }
 local c = mcp.connect_client(transport, {
   name = "conformance", timeout = 20,
   on_elicit = function(params) return mcp.elicit_with(function() return true end, {}, "conformance", params) end,

@@ -420,6 +420,12 @@ function Run:get_toolsets()
   return { self.toolset }
 end
 
+--- The run's sandbox object once the run is open (nil before and after):
+-- what a toolset with `sandbox = true` (an MCP server) starts its process in.
+function Run:sandbox()
+  return self.sb
+end
+
 function Run:get_instructions()
   return self.cap.instructions
 end

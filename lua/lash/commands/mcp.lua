@@ -14,6 +14,14 @@ local M = {
                                         (an object; default {}) and print
                                         what a model would see (--json: the
                                         raw CallToolResult)
+  login [--client-id ID [--client-secret S]] [--scope S] [--port P]
+        [--no-browser] URL              authorize lash for an OAuth-protected
+                                        server: opens the authorization URL
+                                        ($BROWSER or xdg-open; it is printed
+                                        too), waits for the redirect on
+                                        127.0.0.1:P, keeps the tokens (0600)
+                                        for later runs, which refresh them
+  logout URL                            forget the server's tokens and client
   serve [--backend B] [--timeout S] [--workdir DIR] [--network off|on]
         [--rootfs DIR] [--image IMG] [--attach H --owner O [--holder H]]
         [--http PORT [--token T]]       speak MCP on stdin/stdout (or
@@ -23,9 +31,12 @@ local M = {
                                         write_file and list_directory
 
   tools/call options: --env K=V (repeatable, passed to a stdio server),
-  --cwd DIR; for URLs --header 'Name: value' (repeatable) and
-  --bearer-token T (or $LASH_MCP_TOKEN). Exit codes: 0 success; 1 the server failed or the tool
-  returned an error (isError); 2 usage.
+  --cwd DIR, --sandbox (run a stdio server inside a fresh local sandbox,
+  destroyed after); for URLs --header 'Name: value' (repeatable) and
+  --bearer-token T (or $LASH_MCP_TOKEN), else OAuth: tokens from `lash mcp
+  login`, or the login flow itself when stderr is a terminal (--client-id,
+  --client-secret, --scope as for login). Exit codes: 0 success; 1 the server failed or the tool
+  returned an error (isError); 2 usage; 4 authorization needed or refused.
 
   serve: one sandbox per MCP session, created when the client initializes
   and destroyed when it disconnects (with --attach: the existing sandbox,
@@ -82,35 +93,84 @@ local function server_def(cli, o, rest, pos)
   if pos and pos[1] and pos[1]:match("^https?://") then
     if rest then cli.usage_error("give either a URL or a command after --, not both") end
     local url = table.remove(pos, 1)
+    if o.sandbox then cli.usage_error("--sandbox applies to a stdio server (-- CMD ...), not a URL") end
     return { url = url, headers = o.headers, bearer_token = o["bearer-token"] or os.getenv("LASH_MCP_TOKEN"),
-             name = url, timeout = o.timeout and tonumber(o.timeout) or nil }
+             name = url, timeout = o.timeout and tonumber(o.timeout) or nil,
+             oauth = { client_id = o["client-id"], client_secret = o["client-secret"], scope = o.scope } }
   end
   if not rest or #rest == 0 then
     cli.usage_error("give the server's command after --, e.g. lash mcp tools -- npx -y @modelcontextprotocol/server-everything")
   end
   local args = table.move(rest, 2, #rest, 1, {})
   return { command = rest[1], args = args, env = o.env, cwd = o.cwd, name = rest[1],
-           timeout = o.timeout and tonumber(o.timeout) or nil }
+           timeout = o.timeout and tonumber(o.timeout) or nil, sandbox = o.sandbox or nil }
 end
 
+-- The client, and for --sandbox the sandbox to destroy after it.
 local function connect(def)
   local mcp = require "lash.mcp"
-  local transport = mcp.transport(def)
+  local sb
+  if def.sandbox then sb = require("lash").sandbox.create {} end
+  local okt, transport = pcall(mcp.transport, def, sb)
+  if not okt then
+    if sb then sb:close() end
+    error(transport, 0)
+  end
   local ok, c = pcall(mcp.connect_client, transport, { name = def.name, timeout = def.timeout })
   if not ok then
     pcall(transport.close, transport)
+    if sb then sb:close() end
     error(c, 0)
+  end
+  if sb then
+    local close = c.close
+    c.close = function(self) close(self); sb:close() end
   end
   return c
 end
 
 local function fail(cli, what, e)
   cli.err("lash mcp ", what, ": ", tostring(type(e) == "table" and e.message or e), "\n")
+  if type(e) == "table" and e.kind == "auth" then return cli.EXIT.auth end
   return 1
 end
 
 local CLIENT_OPTS = { json = "flag", env = "env", cwd = "value", timeout = "value", header = "header",
-                      ["bearer-token"] = "value" }
+                      ["bearer-token"] = "value", sandbox = "flag", ["client-id"] = "value",
+                      ["client-secret"] = "value", scope = "value" }
+
+local function oauth_for(cli, o, url)
+  if not url or not url:match("^https?://") then cli.usage_error("give the server's URL, e.g. https://example.com/mcp") end
+  if o["client-secret"] and not o["client-id"] then cli.usage_error("--client-secret needs --client-id") end
+  local port = o.port and math.tointeger(tonumber(o.port))
+  if o.port and (not port or port < 0 or port > 65535) then cli.usage_error("--port needs a port (0-65535)") end
+  return require("lash.mcp.oauth").new {
+    url = url, name = url, client_id = o["client-id"], client_secret = o["client-secret"], scope = o.scope,
+    redirect_port = port, interactive = true, open_browser = not o["no-browser"] }
+end
+
+local function cmd_login(args, cli)
+  local o, pos = parse(cli, args, { ["client-id"] = "value", ["client-secret"] = "value", scope = "value",
+                                    port = "value", ["no-browser"] = "flag" })
+  if #pos ~= 1 then cli.usage_error("give one URL: lash mcp login URL") end
+  local auth = oauth_for(cli, o, pos[1])
+  local ok, err = pcall(auth.login, auth)
+  if not ok then return fail(cli, "login", err) end
+  cli.err("lash mcp login: authorized for ", pos[1], auth.file and ("; the tokens are kept in " .. auth.file
+    .. " (mode 0600)") or "", "\n")
+  return 0
+end
+
+local function cmd_logout(args, cli)
+  local o, pos = parse(cli, args, {})
+  if #pos ~= 1 then cli.usage_error("give one URL: lash mcp logout URL") end
+  local auth = oauth_for(cli, o, pos[1])
+  local f = auth.file and io.open(auth.file)
+  if f then f:close() end
+  auth:forget()
+  cli.err("lash mcp logout: ", f and "forgot the tokens of " or "no tokens kept for ", pos[1], "\n")
+  return 0
+end
 
 local function cmd_tools(args, cli)
   local o, pos, rest = parse(cli, args, CLIENT_OPTS)
@@ -218,8 +278,10 @@ function M.main(args, cli)
   if sub == "tools" then return cmd_tools(rest, cli) end
   if sub == "call" then return cmd_call(rest, cli) end
   if sub == "serve" then return cmd_serve(rest, cli) end
-  if sub == nil then cli.usage_error("missing the subcommand (tools, call or serve)") end
-  cli.usage_error("unknown subcommand '" .. sub .. "' (tools, call or serve)")
+  if sub == "login" then return cmd_login(rest, cli) end
+  if sub == "logout" then return cmd_logout(rest, cli) end
+  if sub == nil then cli.usage_error("missing the subcommand (tools, call, login, logout or serve)") end
+  cli.usage_error("unknown subcommand '" .. sub .. "' (tools, call, login, logout or serve)")
 end
 
 return M

@@ -25,8 +25,11 @@ Client.__index = Client
 
 --- @tparam table o `url`, `headers` (static headers, e.g. Authorization),
 --   `name`, `timeout` (per request, seconds)
+--   `auth` (a lash.mcp.oauth state: its token goes on every request, and
+--   a 401 or 403 insufficient_scope runs its flow and sends the request
+--   again)
 function M.client(o)
-  return setmetatable({ url = o.url, headers = o.headers or {}, name = o.name or o.url,
+  return setmetatable({ url = o.url, headers = o.headers or {}, name = o.name or o.url, auth = o.auth,
                         timeout = o.timeout, queue = rpc.queue(), closed = false, tasks = {} }, Client)
 end
 
@@ -38,6 +41,7 @@ end
 local function headers_for(self, extra)
   local h = {}
   for k, v in pairs(self.headers) do h[k] = v end
+  if self.auth then h["Authorization"] = self.auth:header() end
   if self.session_id then h["Mcp-Session-Id"] = self.session_id end
   if self.protocol_version then h["MCP-Protocol-Version"] = self.protocol_version end
   for k, v in pairs(extra or {}) do h[k] = v end
@@ -73,8 +77,9 @@ local function sse_sink(self, state)
   end
 end
 
--- One POST; responses and server messages go to the queue.
-local function post(self, msg)
+-- One POST; responses and server messages go to the queue. A refusal the
+-- OAuth state can answer sends it again (`tries`: authorizations so far).
+local function post(self, msg, tries)
   local L = lash()
   local mode, buf, state = nil, {}, { want = msg.method and msg.id or nil }
   local sink = sse_sink(self, state)
@@ -97,6 +102,12 @@ local function post(self, msg)
     self.session_id = headers["mcp-session-id"]
   end
   if status == 202 or status == 204 then return end
+  if (status == 401 or status == 403) and self.auth and not self.closed then
+    tries = tries or 0
+    if tries < require("lash.mcp.oauth").MAX_AUTHORIZATIONS and self.auth:challenge(status, headers["www-authenticate"]) then
+      return post(self, msg, tries + 1)
+    end
+  end
   if status < 200 or status >= 300 then
     error(http_error(self, status, table.concat(buf), msg.method or "a response"), 0)
   end
@@ -154,7 +165,7 @@ function Client:send(msg)
       if not ok and not lash().is_error(err, "cancelled") and self.peer then
         -- fail the request so its caller wakes with the cause
         if not lash().is_error(err) then err = lash().error("mcp", tostring(err)) end
-        if err.kind ~= "mcp" then
+        if err.kind ~= "mcp" and err.kind ~= "auth" then
           err = lash().error("mcp", "MCP server '" .. self.name .. "' is unreachable: " .. tostring(err.message),
                              { code = err.kind, retryable = err.retryable })
         end

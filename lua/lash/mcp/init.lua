@@ -1,6 +1,6 @@
 --- MCP servers as lash toolsets.
 --
---   lash.mcp.stdio{command=, args=, env=, cwd=, name=, timeout=, ...}
+--   lash.mcp.stdio{command=, args=, env=, cwd=, sandbox=, name=, timeout=, ...}
 --   lash.mcp.http{url=, headers=, bearer_token=, name=, timeout=, ...}
 --
 -- Each returns a toolset: every run connects (a fresh server process for
@@ -33,8 +33,8 @@ M.connect_client = client.connect
 local COMMON = { name = "string", timeout = "number", init_timeout = "number", sampling = true,
                  elicitation = "boolean", log_level = "string", tool_prefix = "string",
                  include_instructions = "boolean" }
-local STDIO_FIELDS = { command = "string", args = "table", env = "table", cwd = "string" }
-local HTTP_FIELDS = { url = "string", headers = "table", bearer_token = "string" }
+local STDIO_FIELDS = { command = "string", args = "table", env = "table", cwd = "string", sandbox = true }
+local HTTP_FIELDS = { url = "string", headers = "table", bearer_token = "string", oauth = true }
 
 local function check(who, def, extra)
   if type(def) ~= "table" then error(who .. ": expected a table, got " .. type(def), 3) end
@@ -52,16 +52,26 @@ local function check(who, def, extra)
 end
 
 --- Open a transport for a server definition (`command` or `url`).
-function M.transport(def)
+-- @param[opt] sb a lash.sandbox object to run a stdio server inside
+function M.transport(def, sb)
   if def.command then
     return require("lash.mcp.stdio").spawn { command = def.command, args = def.args, env = def.env,
-                                              cwd = def.cwd, name = def.name }
+                                              cwd = def.cwd, name = def.name, sandbox = sb }
   end
   local headers = {}
   for k, v in pairs(def.headers or {}) do headers[k] = v end
   if def.bearer_token then headers["Authorization"] = "Bearer " .. def.bearer_token end
+  local auth
+  local has_auth = false
+  for k in pairs(headers) do if k:lower() == "authorization" then has_auth = true end end
+  if def.oauth ~= false and not has_auth then
+    local o = type(def.oauth) == "table" and def.oauth or {}
+    local copy = { url = def.url, name = def.name or def.url }
+    for k, v in pairs(o) do copy[k] = v end
+    auth = require("lash.mcp.oauth").new(copy)
+  end
   return require("lash.mcp.http").client { url = def.url, headers = headers, name = def.name,
-                                            timeout = def.timeout }
+                                            timeout = def.timeout, auth = auth }
 end
 
 ---------------------------------------------------------------------------
@@ -241,10 +251,41 @@ function M.elicit_with(approve, ctx, server, params)
   return { action = "accept", content = content }
 end
 
+-- The sandbox a stdio server with `sandbox =` runs in, for this run:
+-- the run's own (true or "run"), a given sandbox object, an existing one
+-- by id (a string; left as it was), or a fresh one from create options (a
+-- table; destroyed when the run ends). nil: on the host.
+local function server_sandbox(self, ctx)
+  local s, L = self.def.sandbox, lash()
+  if s == nil or s == false then return nil end
+  if s == true or s == "run" then
+    local sb = ctx and type(ctx.sandbox) == "function" and ctx.sandbox() or nil
+    if not sb then
+      error(L.error("config", "MCP server '" .. self.name .. "' has sandbox = true (run it inside the run's "
+        .. "sandbox), but this run has no sandbox: add a sandbox capability to the agent (lash.sandbox_capability{} "
+        .. "in Lua, Sandbox in a spec), or give sandbox = a lash.sandbox object, an id or create options",
+        { code = "no_sandbox" }), 0)
+    end
+    return sb
+  end
+  if type(s) == "string" then
+    self.own_sb = L.sandbox.open(s)
+  elseif type(s) == "table" then
+    self.own_sb = L.sandbox.create(s)
+  else
+    return s
+  end
+  return self.own_sb
+end
+
 function Instance:open(ctx)
   local def = self.def
   local L = lash()
-  local transport = M.transport(def)
+  local okt, transport = pcall(function() return M.transport(def, server_sandbox(self, ctx)) end)
+  if not okt then
+    self:close()   -- a sandbox made for the server goes with it
+    error(transport, 0)
+  end
   local ok, c = pcall(client.connect, transport, {
     name = self.name, timeout = def.timeout, init_timeout = def.init_timeout,
     on_elicit = def.elicitation ~= false and function(params)
@@ -254,6 +295,7 @@ function Instance:open(ctx)
   })
   if not ok then
     pcall(transport.close, transport)
+    self:close()
     if L.is_error(c) then
       c.message = "cannot connect to MCP server '" .. self.name .. "': " .. c.message
       error(c, 0)
@@ -278,6 +320,11 @@ function Instance:close()
     self.client:close()
     self.client = nil
   end
+  if self.own_sb then
+    local sb = self.own_sb
+    self.own_sb = nil
+    sb:close()
+  end
 end
 
 local Toolset = {}
@@ -301,7 +348,9 @@ end
 
 --- A stdio MCP server as a toolset.
 -- @tparam table def `command`, `args`, `env` (added to a short inherited
---   list: PATH, HOME, ...), `cwd`, `name`, `timeout` (per call, seconds),
+--   list: PATH, HOME, ...), `cwd`, `sandbox` (run the server jailed: true
+--   for the run's sandbox, a lash.sandbox object, a sandbox id, or create
+--   options for a sandbox of its own), `name`, `timeout` (per call, seconds),
 --   `init_timeout` (30), `elicitation` (true: ask the run's approve
 --   callback), `sampling` (false, or a function), `log_level`
 function M.stdio(def)
@@ -312,14 +361,34 @@ function M.stdio(def)
   for i, a in ipairs(def.args or {}) do
     if type(a) ~= "string" then error("lash.mcp.stdio: args[" .. i .. "] must be a string, got " .. type(a), 2) end
   end
+  local sb = def.sandbox
+  if not (sb == nil or type(sb) == "boolean" or sb == "run" or type(sb) == "string" and sb ~= ""
+          or type(sb) == "table" or type(sb) == "userdata" and tostring(sb):match("^lash%.sandbox:")) then
+    error("lash.mcp.stdio: 'sandbox' must be true (the run's sandbox), a lash.sandbox object, a sandbox id or "
+      .. "create options for lash.sandbox.create, got " .. (sb == "" and "an empty string" or type(sb)), 2)
+  end
   return new_toolset(def, def.command)
 end
 
 --- A Streamable HTTP MCP server as a toolset.
--- @tparam table def `url`, `headers`, `bearer_token`, and the common
---   options of `stdio`
+-- @tparam table def `url`, `headers`, `bearer_token`, `oauth` (on unless
+--   a token or an Authorization header is given, or oauth = false; a
+--   table of lash.mcp.oauth options: client_id, client_secret, scope,
+--   grant, token_file, ...), and the common options of `stdio`
 function M.http(def)
   check("lash.mcp.http", def, HTTP_FIELDS)
+  if def.oauth ~= nil and type(def.oauth) ~= "boolean" and type(def.oauth) ~= "table" then
+    error("lash.mcp.http: 'oauth' must be false (off), true or a table of OAuth options, got " .. type(def.oauth), 2)
+  end
+  if type(def.oauth) == "table" then
+    -- checked now, not when a run connects
+    local ok, err = pcall(require("lash.mcp.oauth").new, (function()
+      local c = { url = def.url }
+      for k, v in pairs(def.oauth) do c[k] = v end
+      return c
+    end)())
+    if not ok then error(err, 2) end
+  end
   if type(def.url) ~= "string" or not def.url:match("^https?://") then
     error("lash.mcp.http: 'url' must be an http:// or https:// URL, got " .. tostring(def.url), 2)
   end

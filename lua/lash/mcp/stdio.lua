@@ -41,14 +41,22 @@ Proc.__index = Proc
 
 --- Start a server process.
 -- @tparam table o `command` (string), `args` (list), `env` (table, added
---   to the short inherited list), `cwd`, `name` (for logs)
+--   to the short inherited list), `cwd`, `name` (for logs), `sandbox` (a
+--   lash.sandbox object: the server runs inside it, through
+--   sandbox:spawn, with the sandbox's environment plus `env` and none of
+--   lash's, `cwd` relative to its workdir)
 function M.spawn(o)
-  local env = {}
-  for _, k in ipairs(INHERITED) do env[k] = os.getenv(k) end
-  for k, v in pairs(o.env or {}) do env[k] = v end
   local argv = { o.command }
   for _, a in ipairs(o.args or {}) do argv[#argv + 1] = a end
-  local p = lash().proc.spawn { argv = argv, env = env, cwd = o.cwd, stderr = "pipe" }
+  local p
+  if o.sandbox then
+    p = o.sandbox:spawn(argv, { cwd = o.cwd, env = o.env })
+  else
+    local env = {}
+    for _, k in ipairs(INHERITED) do env[k] = os.getenv(k) end
+    for k, v in pairs(o.env or {}) do env[k] = v end
+    p = lash().proc.spawn { argv = argv, env = env, cwd = o.cwd, stderr = "pipe" }
+  end
   local self = setmetatable({ p = p, name = o.name or o.command, buf = "", lines = {}, stderr = {},
                               closed = false }, Proc)
   self.err_task = lash().spawn(function()
