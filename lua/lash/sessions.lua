@@ -210,7 +210,7 @@ end
 
 --- Open the sessions database (created with its directories when missing).
 -- @tparam[opt] string path default `sessions.path()`
--- @tparam[opt] table opts `busy_timeout` (ms, default 5000)
+-- @tparam[opt] table opts `busy_timeout` (ms; default $LASH_SESSIONS_BUSY_TIMEOUT, else 5000)
 -- @return a store
 -- @raise a `store` error naming the file and what to do
 function M.open(path, opts)
@@ -221,7 +221,8 @@ function M.open(path, opts)
     local ok, err = L().sys.mkdirs(dir, 448) -- 0700: conversations are private
     if not ok then error(store_error(advice(path, "cantopen", err), "cantopen"), 0) end
   end
-  local db, err, code = L().sqlite.open(path, { busy_timeout = opts.busy_timeout or 5000 })
+  local busy = opts.busy_timeout or math.tointeger(tonumber(os.getenv("LASH_SESSIONS_BUSY_TIMEOUT") or ""))
+  local db, err, code = L().sqlite.open(path, { busy_timeout = busy or 5000 })
   if not db then error(store_error(advice(path, code, err), code), 0) end
   local self = setmetatable({ db = db, path = path, stmts = {} }, Store)
   local ok, merr = pcall(self._migrate, self)
