@@ -54,6 +54,7 @@ usage, outcome) in $LASH_SESSIONS_DB, else $XDG_STATE_HOME/lash/sessions.db
 environment: LASH_MODEL (default --model), LASH_SANDBOX_BACKEND (default
 --backend), LASH_CONFIG (the config file; see `lash config show`),
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL,
+OTEL_EXPORTER_OTLP_ENDPOINT (export traces; see README "Traces"),
 NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
 (sandbox attach/release notes on stderr), AIRFLOW_CTX_* (owner and holder
 under Airflow), LASH_SHUTDOWN_TIMEOUT.
@@ -259,6 +260,19 @@ local function recorder(session, cli)
   return on_message, finish
 end
 
+--- The trace exporter the environment and config ask for, or nil (none
+-- asked; bad settings are a warning, never a failed run).
+function M.trace_exporter(config, cli)
+  local trace = require "lash.trace"
+  local c = config.get() or {}
+  local settings, err = trace.settings(c.traces)
+  if not settings then
+    if err then cli.err("lash: warning: traces are off: ", err, "\n") end
+    return nil
+  end
+  return trace.exporter(settings, function(msg) cli.err("lash: warning: traces: ", msg, "\n") end)
+end
+
 function M.main(args, cli)
   local o = parse_args(args, cli)
   local spec_path = o.positional[1]
@@ -329,6 +343,14 @@ function M.main(args, cli)
   local printer = render.new { json = o.json, write = function(s) cli.out(s) io.stdout:flush() end,
                                tty = (not o.json) and render.is_tty(1) }
   opts.on_event = printer:handler()
+  local exporter = M.trace_exporter(config, cli)
+  if exporter then
+    local rt = exporter:run_tracer { agent = agent.name, model = require("lash.agent").model_label(opts.model or agent.model),
+                                     conversation = session and session.id, spec = spec_path }
+    local print_event, save_message = opts.on_event, opts.on_message
+    opts.on_event = function(ev) print_event(ev); rt.on_event(ev) end
+    opts.on_message = function(msg, i) save_message(msg, i); rt.on_message(msg) end
+  end
   local lash = require "lash"
   local ok, res = pcall(function() return agent:start(prompt, opts):join() end)
   -- the spinner line goes whatever happened (a signal included)
@@ -344,6 +366,8 @@ function M.main(args, cli)
              usage = type(e) == "table" and rawget(e, "usage") or nil }
   end
   sid = session and session.id or sid
+  -- what is still queued goes now (bounded by the export timeout)
+  if exporter then exporter:shutdown() end
   if not ok then
     local e = res
     local out = cli.outcome(e)
