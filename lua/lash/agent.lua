@@ -49,7 +49,8 @@
 --                {run_id, step, kind = "model", attempt, delay, status, reason, message,
 --                 discarded_text, discarded_thinking}  what the failed attempt had streamed
 --                {run_id, step, kind = "output", attempt, message}  the answer missed the schema
---   usage        {run_id, step, usage = this request, total = the run so far}
+--   usage        {run_id, step, usage = this request, total = the run so far,
+--                 response_model, response_id}   what the provider said it ran, when it says
 --   run_end      {run_id, stop_reason, output, usage, pending, error = {kind, message}}
 -- `on_event` runs inside the run's task (or a tool call's child task); it
 -- may wait, but every wait there holds up the run.
@@ -788,7 +789,7 @@ local function body(run)
     emit(run, { type = "usage", step = step, usage = { input_tokens = u.input_tokens or 0,
                 output_tokens = u.output_tokens or 0, cache_read_tokens = u.cache_read_tokens or 0,
                 cache_write_tokens = u.cache_write_tokens or 0, reasoning_tokens = u.reasoning_tokens },
-                total = copy_usage(run.usage) })
+                total = copy_usage(run.usage), response_model = resp.model, response_id = resp.id })
     append(run, { role = "assistant", parts = resp.parts, finish = resp.finish, model = model.name,
                   usage = u })
     check_tokens(run)

@@ -330,6 +330,7 @@ function Tracer:event(ev)
     self.chat = s
   elseif ty == "usage" and self.chat then
     self.chat_usage = ev.usage
+    self.chat_response = ev
   elseif ty == "retry" and ev.kind == "model" and self.chat then
     add(self.chat, "lash.retries", math.tointeger(ev.attempt))
   elseif ty == "tool_call" and self.root then
@@ -360,7 +361,10 @@ function Tracer:message(msg)
   if msg.role ~= "assistant" or not self.chat then return end
   local s = self.chat
   self.chat = nil
-  add(s, "gen_ai.response.model", model_of(msg.model))
+  local r = self.chat_response or {}
+  self.chat_response = nil
+  add(s, "gen_ai.response.model", type(r.response_model) == "string" and r.response_model or model_of(msg.model))
+  if type(r.response_id) == "string" then add(s, "gen_ai.response.id", r.response_id) end
   add(s, "gen_ai.response.finish_reasons", { tostring(msg.finish or "stop") })
   add_usage(s, msg.usage or self.chat_usage)
   self.chat_usage = nil
