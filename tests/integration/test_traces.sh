@@ -197,7 +197,7 @@ return lash.agent {
     end } },
 }
 LUA
-OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$(cat "$T/hold.port") OTEL_BSP_MAX_EXPORT_BATCH_SIZE=1 \
+OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$(cat "$T/hold.port") OTEL_BSP_MAX_EXPORT_BATCH_SIZE=1 OTEL_EXPORTER_OTLP_TIMEOUT=300000 \
   "$LASH" run "$T/wait.lua" "go" --trust --json --no-save > "$T/hold.out" 2>&1 </dev/null & hpid=$!; PIDS+=($hpid)
 ended=no
 for _ in $(seq 600); do grep -q '"type":"run_end"' "$T/hold.out" 2>/dev/null && { ended=yes; break; }; sleep 0.1; done
