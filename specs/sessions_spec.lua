@@ -152,6 +152,28 @@ describe("lash.sessions", function()
     store:close()
   end)
 
+  it("does not take a run another live process is still writing as history; forks past it", function()
+    local store = sessions.open(dir .. "/g.db")
+    local s = store:start { kind = "run" }
+    s:begin { prompt = "a" }
+    s:append { role = "user", parts = { { type = "text", text = "a" } } }
+    s:finish { status = "complete" }
+    local other = assert(store:resume(s.id))
+    other:begin { prompt = "b" }
+    other:append { role = "user", parts = { { type = "text", text = "b" } } }
+    -- as if that run belonged to another process that is still alive (pid 1)
+    store:query("UPDATE runs SET pid = 1 WHERE session_id = ? AND n = 2", s.id)
+    local me = assert(store:resume(s.id))
+    assert.equal(1, #me.history)
+    me:begin { prompt = "c" }
+    assert.are_not.equal(s.id, me.id)
+    me:append { role = "user", parts = { { type = "text", text = "c" } } }
+    local texts = {}
+    for _, m in ipairs(store:load(me.id).messages) do texts[#texts + 1] = m.parts[1].text end
+    assert.same({ "a", "c" }, texts)
+    store:close()
+  end)
+
   it("refuses a database from a newer lash and does not write to it", function()
     local path = dir .. "/n.db"
     local db = assert(lash.sqlite.open(path))

@@ -384,16 +384,24 @@ end
 function Store:resume(ref)
   local id, ferr = self:find(ref)
   if not id then return nil, ferr end
-  local s = setmetatable({ store = self, id = id, history = {} }, Session)
+  local s = setmetatable({ store = self, id = id, history = {}, last_seq = 0 }, Session)
   local row = self:query("SELECT " .. SESSION_COLS .. " FROM sessions WHERE id = ?", id)[1]
   s.meta = row
-  for _, r in ipairs(self:query("SELECT session_id, seq, body FROM messages WHERE session_id = ? ORDER BY seq", id)) do
+  -- a run another live process is still writing is not history yet: take
+  -- what came before it (and fork at begin, as the session moved on)
+  local upto = math.maxinteger
+  for _, r in ipairs(self:query("SELECT n, pid FROM runs WHERE session_id = ? AND status = 'running' ORDER BY n", id)) do
+    if r.pid and r.pid ~= L().sys.getpid() and L().sys.alive(r.pid) then
+      upto = r.n
+      break
+    end
+  end
+  for _, r in ipairs(self:query("SELECT session_id, seq, body FROM messages WHERE session_id = ? "
+      .. "AND (run IS NULL OR run < ?) ORDER BY seq", id, upto)) do
     s.history[#s.history + 1] = decode_body(self, r)
     s.last_seq = r.seq
   end
-  s.last_seq = s.last_seq or 0
-  s.base_run = self:query("SELECT COALESCE(MAX(n), 0) AS n FROM runs WHERE session_id = ?", id)[1].n
-  s.last_run = s.base_run
+  s.base_run = self:query("SELECT COALESCE(MAX(n), 0) AS n FROM runs WHERE session_id = ? AND n < ?", id, upto)[1].n
   return s
 end
 

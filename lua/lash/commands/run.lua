@@ -315,12 +315,24 @@ function M.main(args, cli)
     session.store:close()
     session = nil
   elseif save then
-    if not session then
-      session = sessions.open():start { kind = "run", spec = abspath(spec_path), agent = agent.name,
-                                        model = require("lash.agent").model_label(opts.model or agent.model) }
+    local label = require("lash.agent").model_label(opts.model or agent.model)
+    local fresh = not session
+    local ok, e = pcall(function()
+      if fresh then
+        session = sessions.open():start { kind = "run", spec = abspath(spec_path), agent = agent.name, model = label }
+      end
+      session:begin { prompt = type(prompt) == "string" and prompt or o.positional[2], model = label }
+    end)
+    if not ok then
+      -- a place lash may not write (a read-only home) is no reason to refuse
+      -- the work: say so and run unsaved; a damaged, newer or locked file is
+      -- refused, so nothing is written past what lash cannot read back
+      local code = type(e) == "table" and e.code
+      if not (fresh and (code == "cantopen" or code == "perm" or code == "readonly")) then error(e, 0) end
+      cli.err("lash run: warning: this run is not saved: ", tostring(e.message), "\n")
+      if session then session.store:close() end
+      session = nil
     end
-    session:begin { prompt = type(prompt) == "string" and prompt or o.positional[2],
-                    model = require("lash.agent").model_label(opts.model or agent.model) }
   end
   local on_message, finish = recorder(session, cli)
   if prompt and #dangling > 0 then
