@@ -149,6 +149,18 @@ check "the unfinished call was answered as interrupted, and saved" \
   "This call did not finish"
 check "the session now ends complete" "$("$LASH" sessions show "$latest" --json | py 'v["runs"][-1]["status"]')" "complete"
 
+# -- SIGTERM mid-run: lash cancels, and the session says so
+mkdir -p "$T/term"
+MARK=$T/term "$LASH" run "$T/agent.lua" --trust start --json </dev/null > "$T/term.out" 2>&1 & tpid=$!; PIDS+=($tpid)
+wait_for "$T/term/started" && kill -TERM "$tpid"
+wait "$tpid"; rc=$?
+check "SIGTERM mid-run exits 143" "$rc" "143"
+tsid=$(exit_line < "$T/term.out" | py 'v["session"]')
+check "the exit line still names the session" "${#tsid}" "12"
+check "the run is saved as cancelled, with what was said" \
+  "$("$LASH" sessions show "$tsid" --json | py 'v["runs"][-1]["status"] + " " + " ".join(m["role"] for m in v["messages"])')" \
+  "cancelled user assistant"
+
 # -- an approval stop, resumed without a prompt by --resume ID --yes
 out=$("$LASH" run "$T/agent.lua" --trust approve --json </dev/null 2>/dev/null); rc=$?
 check "a call needing approval stops the run (exit 9)" "$rc" "9"
