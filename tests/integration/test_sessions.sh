@@ -152,7 +152,7 @@ check "the session now ends complete" "$("$LASH" sessions show "$latest" --json 
 # -- the same with a real sandbox: SIGKILL while the jail's command sleeps
 probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
 if [ "$probe" = yes ]; then
-  mark="sleep 9$$"
+  mark="sleep 4242$$"
   cat > "$T/jail.lua" <<LUA
 local lash = require "lash"
 return lash.agent {
