@@ -227,6 +227,24 @@ function Exporter:shutdown()
   end
 end
 
+--- The exporter the environment and config ask for, or nil: what the CLI
+-- commands use (bad settings are a warning, never a failure).
+-- @tparam[opt] table traces_config the config file's `traces` table
+-- @tparam[opt] function warn `warn(line)` (default: a line on stderr)
+-- @usage local exp = trace.from_config(cfg.traces)
+-- if exp then local rt = exp:run_tracer{agent = "a", model = "test"}
+--   -- pass rt.on_event / rt.on_message to the run (alongside your own), then
+--   exp:shutdown() end
+function M.from_config(traces_config, warn)
+  warn = warn or function(line) io.stderr:write(line, "\n") end
+  local settings, err = M.settings(traces_config)
+  if not settings then
+    if err then warn("lash: warning: traces are off: " .. err) end
+    return nil
+  end
+  return M.exporter(settings, function(msg) warn("lash: warning: traces: " .. msg) end)
+end
+
 ---------------------------------------------------------------------------
 -- Spans of one run
 
