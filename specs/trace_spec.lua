@@ -70,6 +70,8 @@ describe("lash.trace spans", function()
     local rt, got = tracer()
     rt.on_event { type = "run_start", agent = "a", model = "openai:gpt-4.1" }
     rt.on_event { type = "model_request", step = 1, model = "openai:gpt-4.1" }
+    rt.on_event { type = "retry", kind = "model", step = 1, attempt = 1 }
+    rt.on_event { type = "retry", kind = "model", step = 1, attempt = 2 }
     rt.on_event { type = "usage", step = 1, usage = { input_tokens = 5, output_tokens = 2 }, response_model = "gpt-4.1-x" }
     rt.on_message { role = "assistant", finish = "tool_calls", usage = { input_tokens = 5, output_tokens = 2 } }
     rt.on_event { type = "tool_call", id = "c1", name = "t" }
@@ -85,6 +87,12 @@ describe("lash.trace spans", function()
     assert.same({ "openai", "gpt-4.1", "gpt-4.1-x", 5, 2 }, { chat["gen_ai.provider.name"], chat["gen_ai.request.model"],
       chat["gen_ai.response.model"], chat["gen_ai.usage.input_tokens"], chat["gen_ai.usage.output_tokens"] })
     assert.same({ "tool_calls" }, chat["gen_ai.response.finish_reasons"])
+    assert.equal(2, chat["lash.retries"])
+    local keys = {}
+    for _, kv in ipairs(got[1].attributes) do
+      assert.is_nil(keys[kv[1]], "duplicate attribute " .. kv[1])
+      keys[kv[1]] = true
+    end
     assert.equal(otlp.STATUS.error, got[2].status.code)
     assert.equal("tool_retry", attrs(got[2])["error.type"])
     assert.equal("abc", attrs(root)["gen_ai.conversation.id"])
