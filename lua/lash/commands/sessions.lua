@@ -122,6 +122,7 @@ local function show(store, o, cli)
       when(r.started_at), r.ended_at and string.format(" (%.1f s)", (r.ended_at - r.started_at) / 1000) or "",
       tonumber(u.input_tokens) or 0, tonumber(u.output_tokens) or 0, tostring(r.model or "-")))
     if r.error_message then cli.out("    ", tostring(r.error_kind), ": ", one_line(r.error_message, 300), "\n") end
+    if r.partial then cli.out("    streamed before it stopped: ", one_line(r.partial, 300), "\n") end
   end
   cli.out("\n")
   for i, m in ipairs(s.messages) do
