@@ -348,6 +348,22 @@ function Store:remove(ref)
   return true, id
 end
 
+--- Delete every session not updated since `before_ms` (Unix ms) whose
+-- last run is not still running in a live process.
+-- @treturn table the ids removed
+function Store:prune(before_ms)
+  local ids = {}
+  for _, r in ipairs(self:query("SELECT s.id, (SELECT pid FROM runs r WHERE r.session_id = s.id ORDER BY n DESC LIMIT 1) "
+      .. "AS pid, s.status FROM sessions s WHERE s.updated_at < ? ORDER BY s.updated_at", before_ms)) do
+    if effective_status(r.status, r.pid) ~= "running" then ids[#ids + 1] = r.id end
+  end
+  for _, id in ipairs(ids) do self:remove(id) end
+  return ids
+end
+
+--- Now, in the store's unit (Unix milliseconds).
+M.now_ms = now_ms
+
 ---------------------------------------------------------------------------
 -- Session: the writer of one conversation
 

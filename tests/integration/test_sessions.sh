@@ -325,6 +325,13 @@ check "rm --json lists what went" "$(printf '%s' "$out" | py 'v["removed"][0]')"
 check "the removed session is gone" "$("$LASH" sessions show "$other" >/dev/null 2>&1; echo $?)" "1"
 check "its messages went with it" \
   "$("$PY" -c "import sqlite3;print(sqlite3.connect('$DB').execute('select count(*) from messages where session_id=?',('$other',)).fetchone()[0])")" "0"
+all_before=$("$LASH" sessions list --json --limit 1000 | py 'len(v)')
+"$PY" -c "import sqlite3;c=sqlite3.connect('$DB');c.execute('update sessions set updated_at = updated_at - 40*86400000 where id = ?', ('$sid',));c.commit()"
+out=$("$LASH" sessions rm --older-than 30d --json); rc=$?
+check "rm --older-than 30d removes just the session untouched for 40 days" "$rc $(printf '%s' "$out" | py 'v["removed"]')" "0 ['$sid']"
+check "and leaves the rest" "$("$LASH" sessions list --json --limit 1000 | py 'len(v)')" "$((all_before - 1))"
+out=$("$LASH" sessions rm --older-than soon 2>&1); rc=$?
+check "a bad age is a usage error (exit 2)" "$rc" "2"
 check "sessions path says where" "$("$LASH" sessions path)" "$DB  (XDG_STATE_HOME)"
 check "LASH_SESSIONS_DB overrides it" "$(LASH_SESSIONS_DB=/x/s.db "$LASH" sessions path)" "/x/s.db  (LASH_SESSIONS_DB)"
 
