@@ -9,6 +9,8 @@ PKGS=(
   build-essential pkg-config lua5.4 liblua5.4-dev libcurl4-openssl-dev
   # the build: the YAML loader (src/yaml.c) over libyaml
   libyaml-dev
+  # the build: saved conversations (src/lsqlite.c) over SQLite
+  libsqlite3-dev
   # at run time: the local sandbox
   bubblewrap
   # make test: busted specs, the rockspec test

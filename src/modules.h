@@ -19,7 +19,8 @@
   X(json)               \
   X(proc)               \
   X(net)                \
-  X(secret)
+  X(secret)             \
+  X(sqlite)
 
 #define LASH_DECLARE_OPEN(name) int lash_open_##name(lua_State *L);
 LASH_MODULES(LASH_DECLARE_OPEN)
