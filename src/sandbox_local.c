@@ -1559,7 +1559,11 @@ static int local_spawn(lua_State *L) {
     lsb_argv_add(&jargv, "--info-fd");
     lsb_argv_add(&jargv, "5");
     if (!rc && jargv.oom) rc = -ENOMEM;
-    if (!rc) rc = args_memfd(&jargv, &argsfd);
+    if (!rc && (argsfd = lsb_strings_memfd("lash-bwrap-args", jargv.v, 1,
+                                           NULL)) < 0) {
+      rc = argsfd;
+      argsfd = -1;
+    }
     if (!rc && pipe2(infop, O_CLOEXEC) != 0) rc = -errno;
     lsb_argv_free(&jargv);
     lsb_argv_add(&jargv, m.bwrap);

@@ -196,10 +196,10 @@ static int write_all(int fd, const void *p, size_t len) {
   return 0;
 }
 
-/* The NUL-separated strings of a (from index `from`) in a memfd read from
-** the start. Returns the fd or -errno. */
-static int strings_memfd(const char *name, char *const *v, size_t from,
-                         const char *first) {
+/* The NUL-separated strings of v (from index `from`, after `first` when
+** given) in a memfd read from the start. Returns the fd or -errno. */
+int lsb_strings_memfd(const char *name, char *const *v, size_t from,
+                      const char *first) {
   int fd = memfd_create(name, MFD_CLOEXEC), rc = 0;
   size_t i;
   if (fd < 0) return -errno;
@@ -335,7 +335,7 @@ int lsb_super_start(lsb_super *s, const lsb_super_spec *spec, char *msg,
   /* the options through --args, as for every jail: no host path shows in
   ** ps or in the jail's /proc */
   if (!rc) {
-    argsfd = strings_memfd("lash-bwrap-args", jargv.v, 1, NULL);
+    argsfd = lsb_strings_memfd("lash-bwrap-args", jargv.v, 1, NULL);
     if (argsfd < 0) rc = argsfd;
     else if (lseek(argsfd, 0, SEEK_SET) != 0) rc = -errno;
   }
@@ -455,7 +455,7 @@ int lsb_super_exec(lsb_super *s, lsb_super_cmd *c, const char *cwd,
   while (argv[argc]) argc++;
   while (envp && envp[envc]) envc++;
   /* cwd, argv, env: one memfd */
-  payload = strings_memfd("lash-exec", argv, 0, cwd);
+  payload = lsb_strings_memfd("lash-exec", argv, 0, cwd);
   if (payload < 0) return payload;
   if (envc) {
     size_t i;

@@ -50,6 +50,12 @@ typedef struct lsb_super_spec {
   int box_dirfd;             /* borrowed; a job record goes there */
 } lsb_super_spec;
 
+/* The NUL-separated strings of v (from index `from`, after `first` when
+** given) in a memfd read from the start (bwrap's --args, the exec payload).
+** Returns the fd or -errno. */
+int  lsb_strings_memfd(const char *name, char *const *v, size_t from,
+                       const char *first);
+
 void lsb_super_init(lsb_super *s, lash_loop *loop);
 /* 1 while the jail runs (reads what the supervisor said meanwhile). */
 int  lsb_super_alive(lsb_super *s);
