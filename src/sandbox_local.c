@@ -1564,6 +1564,7 @@ static int local_spawn(lua_State *L) {
       rc = argsfd;
       argsfd = -1;
     }
+    if (!rc && lseek(argsfd, 0, SEEK_SET) != 0) rc = -errno;
     if (!rc && pipe2(infop, O_CLOEXEC) != 0) rc = -errno;
     lsb_argv_free(&jargv);
     lsb_argv_add(&jargv, m.bwrap);

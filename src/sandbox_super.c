@@ -197,7 +197,8 @@ static int write_all(int fd, const void *p, size_t len) {
 }
 
 /* The NUL-separated strings of v (from index `from`, after `first` when
-** given) in a memfd read from the start. Returns the fd or -errno. */
+** given) written to a new memfd, left at its end (the caller rewinds it
+** or reads its length). Returns the fd or -errno. */
 int lsb_strings_memfd(const char *name, char *const *v, size_t from,
                       const char *first) {
   int fd = memfd_create(name, MFD_CLOEXEC), rc = 0;

@@ -51,8 +51,9 @@ typedef struct lsb_super_spec {
 } lsb_super_spec;
 
 /* The NUL-separated strings of v (from index `from`, after `first` when
-** given) in a memfd read from the start (bwrap's --args, the exec payload).
-** Returns the fd or -errno. */
+** given) written to a new memfd, left at its end (the caller rewinds it or
+** reads its length): bwrap's --args, the exec payload. Returns the fd or
+** -errno. */
 int  lsb_strings_memfd(const char *name, char *const *v, size_t from,
                        const char *first);
 
