@@ -4,7 +4,9 @@
 # right flags, lash.h compiles with no Lua headers anywhere on the include
 # path, a C++17 host (examples/cpp/host.cpp, including lash.h as is) builds
 # with `pkg-config --cflags --libs lash` and runs an agent that calls its
-# tool, and the installed CLI runs. TAP.
+# tool, and the installed CLI runs; then, with the installed Lua files
+# removed, the host and the CLI still run (the modules are compiled in),
+# and the host links the installed liblash.a statically. TAP.
 set -u
 cd "$(dirname "$0")/../.."
 n=0; failed=0
@@ -48,5 +50,33 @@ grep -q '^inventory: 1$' "$log"; ok $? "the tool changed the host's state"
 [ $failed -ne 0 ] && sed 's/^/# /' "$log"
 
 out=$(cd "$tmp" && "$P/bin/lash" eval 'return 1 + 1' 2>&1); ok $? "the installed CLI runs from the moved prefix ($out)"
+
+# The library and the CLI carry lash's Lua modules compiled in: with the
+# installed Lua files gone (and no source tree on any path they look at,
+# LASH_LUA_DIR unset), both still run.
+rm -rf "$P/share/lash"
+(cd "$tmp" && env -u LASH_LUA_DIR ./cpphost) >"$log" 2>&1
+rc=$?; grep -q '^status 2: Stocked: added sword (1 items)$' "$log" || rc=1
+[ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "the C++17 host runs its agent with share/lash removed (modules compiled into liblash.so)"
+out=$(cd "$tmp" && env -u LASH_LUA_DIR "$P/bin/lash" eval \
+  'for _, f in pairs(require "lash.agent") do if type(f) == "function" then return debug.getinfo(f, "S").source end end' 2>&1)
+[ "$out" = @lash/agent.lua ]; ok $? "the installed CLI runs lash.agent compiled in, not from a file (source $out)"
+! readelf -p .rodata "$P/lib/liblash.so" | grep -qF "$(pwd)"
+ok $? "liblash.so has no path into the source tree it was built from"
+
+# A host that links liblash.a statically adds libcurl (shared), libm and
+# libdl (lash.pc's Requires.private and Libs.private): no Lua, no libyaml.
+static_libs="$(pkg-config --libs libcurl) -lm -ldl"
+g++ -std=c++17 -O1 -o "$tmp/cpphost-static" examples/cpp/host.cpp $(pkg-config --cflags lash) \
+  "$P/lib/liblash.a" $static_libs >"$log" 2>&1
+rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "the C++17 host links the installed liblash.a with $static_libs"
+! ldd "$tmp/cpphost-static" 2>/dev/null | grep -Eq 'liblash|liblua|libyaml'
+ok $? "the static host loads no liblash, liblua or libyaml at run time"
+(cd "$tmp" && env -u LASH_LUA_DIR ./cpphost-static) >"$log" 2>&1
+rc=$?; grep -q '^status 2: Stocked: added sword (1 items)$' "$log" || rc=1
+[ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "the statically linked C++17 host runs its agent"
 echo "1..$n"
 exit $failed
