@@ -51,6 +51,45 @@ grep -q '^inventory: 1$' "$log"; ok $? "the tool changed the host's state"
 
 out=$(cd "$tmp" && "$P/bin/lash" eval 'return 1 + 1' 2>&1); ok $? "the installed CLI runs from the moved prefix ($out)"
 
+# A host with its own Lua 5.4 (the system's liblua5.4) attaches lash to its
+# state: liblash's hidden Lua works on it (same release), valgrind-clean
+# where valgrind is.
+cat > "$tmp/attach.c" <<'C_EOF'
+#include "lash_lua.h"
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdio.h>
+int main(void) {
+  lua_State *L = luaL_newstate();
+  lash_State *S;
+  lash_Run *run = NULL;
+  const char *out = NULL;
+  luaL_openlibs(L);
+  S = lash_attach(L, NULL);
+  if (lash_load_spec_string(S, "return { model = 'test', instructions = 'x' }", "a.lua") != LASH_OK ||
+      lash_run_start(S, "hi", NULL, &run) != LASH_OK || lash_run(S) < 0) {
+    fprintf(stderr, "lash: %s\n", lash_errmsg(S));
+    return 1;
+  }
+  lash_run_result(run, &out, NULL);
+  printf("status %d: %s\n", lash_run_status(run), out ? out : "-");
+  if (luaL_dostring(L, "return require('lash').spawn(function() return 6 * 7 end):join()")) return 1;
+  printf("host task: %d\n", (int)lua_tointeger(L, -1));
+  lash_run_free(run);
+  lash_close(S);
+  lua_close(L);
+  return 0;
+}
+C_EOF
+cc -std=c99 -Wall -o "$tmp/attach" "$tmp/attach.c" $(pkg-config --cflags --libs lash lua5.4) -Wl,-rpath,"$libdir" >"$log" 2>&1
+rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "a Lua 5.4 host builds with pkg-config --cflags --libs lash lua5.4"
+vg=; command -v valgrind >/dev/null 2>&1 && vg="valgrind -q --error-exitcode=9 --leak-check=no"
+(cd "$tmp" && $vg ./attach) >"$log" 2>&1
+rc=$?; grep -q '^status 2: success (no tool calls)$' "$log" && grep -q '^host task: 42$' "$log" || rc=1
+[ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "it attaches lash to its own lua_State, runs an agent and a task of its own${vg:+ (under valgrind)}"
+
 # The library and the CLI carry lash's Lua modules compiled in: with the
 # installed Lua files gone (and no source tree on any path they look at,
 # LASH_LUA_DIR unset), both still run.
