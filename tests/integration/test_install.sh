@@ -90,6 +90,18 @@ rc=$?; grep -q '^status 2: success (no tool calls)$' "$log" && grep -q '^host ta
 [ $rc -ne 0 ] && sed 's/^/# /' "$log"
 ok $rc "it attaches lash to its own lua_State, runs an agent and a task of its own${vg:+ (under valgrind)}"
 
+lua_a=$(pkg-config --variable=libdir lua5.4)/liblua5.4.a
+if [ -f "$lua_a" ]; then
+  cc -std=c99 -Wall -o "$tmp/attach-static" "$tmp/attach.c" $(pkg-config --cflags lash lua5.4) \
+    "$P/lib/liblash.a" "$lua_a" $(pkg-config --libs libcurl) -lm -ldl >"$log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+  ok $rc "the same host links liblash.a and the system's static liblua5.4.a: two Luas with the same symbol names, no clash"
+  (cd "$tmp" && ./attach-static) >"$log" 2>&1
+  rc=$?; grep -q '^status 2: success (no tool calls)$' "$log" && grep -q '^host task: 42$' "$log" || rc=1
+  [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+  ok $rc "and runs the same"
+fi
+
 # The library and the CLI carry lash's Lua modules compiled in: with the
 # installed Lua files gone (and no source tree on any path they look at,
 # LASH_LUA_DIR unset), both still run.
