@@ -26,6 +26,9 @@ PKGS=(
   clang libclang-rt-14-dev valgrind
   # make bench: peak RSS (/usr/bin/time -v)
   time
+  # make test: a LuaJIT host of liblash, C (static and shared) and FFI
+  # (tests/integration/test_luajit_host.sh)
+  luajit libluajit-5.1-dev
 )
 # Node for the MCP interop tests: Debian's, unless a node/npm is already
 # on PATH (from another source: keep it)

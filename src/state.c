@@ -9,6 +9,7 @@
 #include "embed.h"
 #include "lauxlib.h"
 #include "lualib.h"
+#include "lmodules.h"
 #include "runtime.h"
 #include "task.h"
 
@@ -19,12 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <dlfcn.h>
-#include <unistd.h>
-
-#ifndef LASH_PREFIX
-#define LASH_PREFIX "/usr/local"
-#endif
 
 /* How long lash_close lets cancelled tasks unwind (sandbox teardown). */
 #define CLOSE_GRACE_MS 35000
@@ -178,67 +173,9 @@ static int file_exists(const char *p) {
   return stat(p, &st) == 0;
 }
 
-/* Find the directory holding lash/init.lua: explicit, next to the
-** executable (source checkout: build/bin/../../lua; install: bin/../share/lash/lua),
-** next to the library (install: lib/../share/lash/lua), the install
-** prefix, then the source tree lash was built from. */
-static int find_lua_dir(const char *explicit_dir, char *out, size_t n) {
-  char exe[PATH_MAX / 2], probe[PATH_MAX];
-  ssize_t len;
-  const char *cands[4];
-  int i, nc = 0;
-  if (explicit_dir) {
-    snprintf(out, n, "%s", explicit_dir);
-    return 1;
-  }
-  len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len > 0) {
-    char *slash;
-    exe[len] = '\0';
-    slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = '\0';
-      snprintf(probe, sizeof probe, "%s/../../lua/lash/init.lua", exe);
-      if (file_exists(probe)) {
-        snprintf(out, n, "%s/../../lua", exe);
-        return 1;
-      }
-      snprintf(probe, sizeof probe, "%s/../share/lash/lua/lash/init.lua", exe);
-      if (file_exists(probe)) {
-        snprintf(out, n, "%s/../share/lash/lua", exe);
-        return 1;
-      }
-    }
-  }
-  /* next to the library itself (an installed, possibly moved, prefix:
-  ** lib/liblash.so -> share/lash/lua) */
-  {
-    Dl_info info;
-    if (dladdr((void *)lash_open, &info) && info.dli_fname) {
-      char *slash;
-      snprintf(exe, sizeof exe, "%s", info.dli_fname);
-      if ((slash = strrchr(exe, '/')) != NULL) {
-        *slash = '\0';
-        snprintf(probe, sizeof probe, "%s/../share/lash/lua/lash/init.lua", exe);
-        if (file_exists(probe)) {
-          snprintf(out, n, "%s/../share/lash/lua", exe);
-          return 1;
-        }
-      }
-    }
-  }
-  cands[nc++] = LASH_PREFIX "/share/lash/lua";
-#ifdef LASH_SRCDIR
-  cands[nc++] = LASH_SRCDIR "/lua";
-#endif
-  for (i = 0; i < nc; i++) {
-    snprintf(probe, sizeof probe, "%s/lash/init.lua", cands[i]);
-    if (file_exists(probe)) {
-      snprintf(out, n, "%s", cands[i]);
-      return 1;
-    }
-  }
-  return 0;
+static int is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* Find the precompiled twin of lua_dir (lbytecode.c): next to the
@@ -248,8 +185,9 @@ static int find_lua_dir(const char *explicit_dir, char *out, size_t n) {
 static int find_bc_dir(const char *lua_dir, int explicit_dir, char *out,
                        size_t n) {
   char base[PATH_MAX / 2], probe[PATH_MAX];
-  const char *cands[3];
+  const char *cands[4];
   char c0[PATH_MAX / 2 + 16], c1[PATH_MAX / 2 + 32], c2[PATH_MAX / 2 + 16];
+  char c3[PATH_MAX / 2 + 32];
   int i, nc = 0;
   if (!explicit_dir) {
     ssize_t len = readlink("/proc/self/exe", base, sizeof base - 1);
@@ -274,6 +212,9 @@ static int find_bc_dir(const char *lua_dir, int explicit_dir, char *out,
   }
   snprintf(c2, sizeof c2, "%.*s/../luac", (int)(sizeof c2 - 16), lua_dir);
   cands[nc++] = c2;
+  /* a source tree's lua/ (the CLI run from build/bin): its build's twins */
+  snprintf(c3, sizeof c3, "%.*s/../build/luac", (int)(sizeof c3 - 32), lua_dir);
+  cands[nc++] = c3;
   for (i = 0; i < nc; i++) {
     snprintf(probe, sizeof probe, "%s/lash/init.luac", cands[i]);
     if (file_exists(probe)) {
@@ -290,28 +231,32 @@ typedef struct setup_args {
   int attach;
 } setup_args;
 
-/* Make lash loadable in L: its Lua directory on package.path, lash.core
-** preloaded (unless the host already loaded one), and its runtime open so
-** lash_step works before any require. */
+/* Make lash loadable in L: its modules (lua_dir or $LASH_LUA_DIR first,
+** then those compiled in) found before package.path, lash.core preloaded
+** (unless the host already loaded one), and its runtime open so lash_step
+** works before any require. */
 static int setup(lua_State *L) {
   setup_args *a = lua_touserdata(L, 1);
-  char dir[PATH_MAX];
+  const char *dir = a->lua_dir;
   if (!a->attach) luaL_openlibs(L);
-  /* lash's modules first, then whatever LUA_PATH gave */
   if (lua_getglobal(L, "package") != LUA_TTABLE)
     return luaL_error(L, "lash_attach: the Lua state has no 'package' library; "
                       "open the standard libraries (luaL_openlibs) first");
-  if (find_lua_dir(a->lua_dir, dir, sizeof dir)) {
-    lua_getfield(L, -1, "path");
-    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir,
-                    lua_tostring(L, -1));
-    lua_setfield(L, -3, "path");
-    lua_pop(L, 1);
-    {
-      char bc[PATH_MAX];
-      if (find_bc_dir(dir, a->lua_dir != NULL, bc, sizeof bc))
-        lash_bytecode_install(L, dir, bc);
-    }
+  if (dir && *dir) {
+    if (!is_dir(dir))
+      return luaL_error(L, "lash_Options.lua_dir '%s' is not a directory", dir);
+  } else if ((dir = getenv("LASH_LUA_DIR")) != NULL && *dir) {
+    if (!is_dir(dir))
+      return luaL_error(L, "LASH_LUA_DIR '%s' is not a directory (unset it to use "
+                        "the modules compiled into lash)", dir);
+  }
+  lash_modules_install(L, dir && *dir ? dir : NULL, a->attach);
+  if (dir && *dir) {
+    /* modules from a directory load from their precompiled twins while
+    ** those are up to date (a faster start; lbytecode.c) */
+    char bc[PATH_MAX];
+    if (find_bc_dir(dir, a->lua_dir != NULL, bc, sizeof bc))
+      lash_bytecode_install(L, dir, bc);
   }
   lua_getfield(L, -1, "preload");
   if (lua_istable(L, -1)) {
@@ -372,6 +317,19 @@ static void finish_open(lash_State *S, const lash_Options *opts, int attach) {
   }
 }
 
+/* The Lua lash runs on must be the release its objects were compiled
+** against (the headers' LUA_RELEASE in the implementation's lua_ident):
+** a mismatch (a system liblua5.4 of another 5.4.x than the headers, a
+** build mixing trees) would corrupt memory instead of failing. */
+static int lua_matches(lash_State *S) {
+  if (strstr(lua_ident, LUA_RELEASE "  ") != NULL) return 1;
+  lashS_seterr(S, "lash was compiled against %s's headers but runs on another "
+               "Lua (%s); rebuild lash against the Lua it links", LUA_RELEASE,
+               lua_ident);
+  S->failed = LASH_ERUN;
+  return 0;
+}
+
 lash_State *lash_open(const lash_Options *opts) {
   lash_Options defaults;
   lash_State *S;
@@ -380,6 +338,7 @@ lash_State *lash_open(const lash_Options *opts) {
     opts = &defaults;
   }
   if (!(S = new_state(opts))) return NULL;
+  if (!lua_matches(S)) return S;
   S->mem.base = opts->alloc ? opts->alloc : default_alloc;
   S->mem.base_ud = opts->alloc_ud;
   S->mem.limit = opts->memory_limit;
@@ -393,7 +352,8 @@ lash_State *lash_open(const lash_Options *opts) {
   return S;
 }
 
-lash_State *lash_attach(lua_State *L, const lash_Options *opts) {
+lash_State *lash_attach_release(lua_State *L, const lash_Options *opts,
+                                int lua_release) {
   lash_Options defaults;
   lash_State *S;
   if (!opts) {
@@ -402,6 +362,18 @@ lash_State *lash_attach(lua_State *L, const lash_Options *opts) {
   }
   if (!(S = new_state(opts))) return NULL;
   S->attached = 1;
+  if (!lua_matches(S)) return S;
+  /* lash's Lua functions work on the host's state: only the same release
+  ** lays out lua_State, tables and strings the same way */
+  if (lua_release != LUA_VERSION_RELEASE_NUM) {
+    lashS_seterr(S, "lash_attach: the host's Lua is %d.%d.%d and lash carries "
+                 "%s; attach needs the same release (build the host against "
+                 "it, or let lash_open make a state of lash's own)",
+                 lua_release / 10000, lua_release / 100 % 100, lua_release % 100,
+                 LUA_RELEASE);
+    S->failed = LASH_EARG;
+    return S;
+  }
   if (!L) {
     set_err(S, "lash_attach: NULL lua_State");
     S->failed = LASH_EARG;
