@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <dlfcn.h>
+#include <unistd.h>
 
 /* How long lash_close lets cancelled tasks unwind (sandbox teardown). */
 #define CLOSE_GRACE_MS 35000
