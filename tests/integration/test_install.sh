@@ -93,7 +93,7 @@ ok $rc "it attaches lash to its own lua_State, runs an agent and a task of its o
 lua_a=$(pkg-config --variable=libdir lua5.4)/liblua5.4.a
 if [ -f "$lua_a" ]; then
   cc -std=c99 -Wall -o "$tmp/attach-static" "$tmp/attach.c" $(pkg-config --cflags lash lua5.4) \
-    "$P/lib/liblash.a" "$lua_a" $(pkg-config --libs libcurl) -lm -ldl >"$log" 2>&1
+    "$P/lib/liblash.a" "$lua_a" $(pkg-config --libs libcurl sqlite3) -lm -ldl >"$log" 2>&1
   rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
   ok $rc "the same host links liblash.a and the system's static liblua5.4.a: two Luas with the same symbol names, no clash"
   (cd "$tmp" && ./attach-static) >"$log" 2>&1
@@ -116,9 +116,9 @@ out=$(cd "$tmp" && env -u LASH_LUA_DIR "$P/bin/lash" eval \
 ! readelf -p .rodata "$P/lib/liblash.so" | grep -qF "$(pwd)"
 ok $? "liblash.so has no path into the source tree it was built from"
 
-# A host that links liblash.a statically adds libcurl (shared), libm and
+# A host that links liblash.a statically adds libcurl and libsqlite3 (shared), libm and
 # libdl (lash.pc's Requires.private and Libs.private): no Lua, no libyaml.
-static_libs="$(pkg-config --libs libcurl) -lm -ldl"
+static_libs="$(pkg-config --libs libcurl sqlite3) -lm -ldl"
 g++ -std=c++17 -O1 -o "$tmp/cpphost-static" examples/cpp/host.cpp $(pkg-config --cflags lash) \
   "$P/lib/liblash.a" $static_libs >"$log" 2>&1
 rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"

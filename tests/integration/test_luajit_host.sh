@@ -50,7 +50,7 @@ check_run "shared" "$tmp/run.log" $?
 
 if [ -f "$luajit_a" ]; then
   cc $cflags -Wall -Wextra -Isrc $(pkg-config --cflags luajit) -o "$tmp/host-static" "$src" \
-    "$B/liblash.a" "$luajit_a" $(pkg-config --libs libcurl) -lm -ldl >"$tmp/log" 2>&1
+    "$B/liblash.a" "$luajit_a" $(pkg-config --libs libcurl sqlite3) -lm -ldl >"$tmp/log" 2>&1
   rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$tmp/log"
   ok $rc "host.c links liblash.a and libluajit-5.1.a statically (no duplicate symbol)"
   (cd "$tmp" && ./host-static) >"$tmp/run.log" 2>&1
