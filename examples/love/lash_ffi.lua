@@ -1,0 +1,1 @@
+../luajit/lash_ffi.lua
