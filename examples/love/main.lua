@@ -35,7 +35,7 @@ local CHEST = { x = 12, y = 7, gold = 3 }
 local opts = { frames = nil, agent = true }
 local lashffi, S, run                   -- the library wrapper, the state, the run
 local world, hud                        -- game state, what the screen shows
-local stats = { frames = 0, late = 0, work = {}, step = {}, events = {}, runs = 0 }
+local stats = { frames = 0, late = 0, late_list = {}, work = {}, step = {}, events = {}, runs = 0 }
 local out_files = {}
 local exit_code = 1
 
@@ -206,6 +206,7 @@ local function write_result()
     '"runs":' .. stats.runs,
     '"frames":' .. stats.frames,
     '"late_frames":' .. stats.late,
+    '"late":[' .. table.concat(stats.late_list, ",") .. "]",
     '"frame_ms_p50":' .. string.format("%.3f", percentile(stats.work, 0.5) * 1e3),
     '"frame_ms_p99":' .. string.format("%.3f", percentile(stats.work, 0.99) * 1e3),
     '"frame_ms_max":' .. string.format("%.3f", percentile(stats.work, 1) * 1e3),
@@ -372,7 +373,14 @@ function love.run()
     love.graphics.present()
     local work = love.timer.getTime() - start
     stats.work[#stats.work + 1] = work
-    if work > FRAME then stats.late = stats.late + 1 end
+    if work > FRAME then
+      stats.late = stats.late + 1
+      local step = stats.step[#stats.step]
+      if #stats.late_list < 20 then
+        stats.late_list[#stats.late_list + 1] = string.format('{"frame":%d,"work_ms":%.3f,"step_ms":%s}',
+          stats.frames, work * 1e3, step and string.format("%.3f", step * 1e3) or "null")
+      end
+    end
     tick = tick + FRAME
     local now = love.timer.getTime()
     if tick > now then love.timer.sleep(tick - now) else tick = now end

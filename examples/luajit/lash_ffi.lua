@@ -80,6 +80,7 @@ local M = {
   RUN_RUNNING = 0, RUN_APPROVAL = 1, RUN_DONE = 2, RUN_FAILED = 3, RUN_CANCELLED = 4,
   CALL_PENDING = 0, CALL_ANSWERED = 1, CALL_CANCELLED = 2,
   TOOL_REQUIRES_APPROVAL = 1,
+  LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARN = 2, LOG_ERROR = 3,
 }
 M.RUN_STATUS = { [0] = "running", "approval", "done", "failed", "cancelled" }
 

@@ -45,7 +45,7 @@ local function scripted(messages, info)
   end
   if r.read_buffer then
     local done = {}
-    for item in r.read_buffer:gmatch("\tDONE ([^\n]*)") do done[#done + 1] = item end
+    for item in r.read_buffer:gmatch("\t%s*DONE ([^\n]*)") do done[#done + 1] = item end
     return "Marked " .. #done .. " items done: " .. table.concat(done, ", ") .. "."
   end
   return "I got lost: " .. lash.json.encode(r)

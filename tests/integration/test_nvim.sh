@@ -18,6 +18,9 @@ command -v nvim >/dev/null 2>&1 || { echo "1..0 # SKIP nvim is not installed (ma
 [ -f "$B/liblash.so" ] || { echo "1..0 # SKIP $B/liblash.so is not built"; exit 0; }
 command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP needs python3 to read the results"; exit 0; }
 
+lua5.4 tests/integration/ffi_cdef_check.lua src/lash.h examples/nvim/lua/lash_ffi.lua 2>&1 | sed 's/^/# /'
+ok "${PIPESTATUS[0]}" "the plugin's lash_ffi.lua declares exactly lash.h's API and constants"
+
 work=$(mktemp -d /tmp/lash-nvim.XXXXXX); trap 'rm -rf "$work"' EXIT
 printf '%s\n' "Shopping" "TODO buy milk" "  TODO: call the baker" "bread (have it)" > "$work/todo.txt"
 cat > "$work/driver.lua" <<'LUA'

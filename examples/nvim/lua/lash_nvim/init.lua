@@ -59,7 +59,13 @@ local function append(text)
   vim.api.nvim_buf_set_lines(buf, last - 1, last, false, lines)
 end
 
-local function note(line) append("[" .. line .. "]\n") end
+-- A note on a line of its own, after any text streamed so far.
+local function note(line)
+  local buf = output_buffer()
+  local last = vim.api.nvim_buf_line_count(buf)
+  local tail = vim.api.nvim_buf_get_lines(buf, last - 1, last, false)[1] or ""
+  append((tail ~= "" and "\n" or "") .. "[" .. line .. "]\n")
+end
 
 -- ---- the tools over the target buffer -------------------------------------
 
