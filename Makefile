@@ -21,8 +21,9 @@ WARN      := -Wall -Wextra -Wshadow -Wundef -Wwrite-strings \
 OPT       ?= -O2 -g
 SAN       ?=
 # XCFLAGS is ours; CFLAGS is the caller's (LuaRocks passes its own).
-XCFLAGS   := -std=gnu11 $(OPT) $(WARN) $(SAN) -fPIC -D_GNU_SOURCE \
-             -DLASH_VERSION='"$(VERSION)"' -DLASH_PREFIX='"$(PREFIX)"' -DLASH_SRCDIR='"$(CURDIR)"' \
+# -fvisibility=hidden: only what LASH_API marks leaves the library.
+XCFLAGS   := -std=gnu11 $(OPT) $(WARN) $(SAN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
+             -DLASH_VERSION='"$(VERSION)"' \
              $(PKG_CFLAGS) -Isrc
 LDLIBS    += $(PKG_LIBS) -lm -ldl
 LDFLAGS   += $(SAN)
@@ -33,23 +34,75 @@ TEST_SRC  := $(wildcard tests/unit/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HDRS      := $(wildcard src/*.h) tests/unit/t.h
 
+# The self-contained library carries its own Lua 5.4 (vendor/lua: Debian's
+# 5.4.4 source, compiled PIC and hidden; Debian's liblua5.4.a is not PIC)
+# and libyaml (Debian's libyaml.a), so it runs next to any other Lua
+# (LuaJIT in LÖVE or Neovim) in one process; libcurl and libc stay shared.
+LUA_VSRC  := $(filter-out vendor/lua/lua.c vendor/lua/luac.c,$(wildcard vendor/lua/*.c))
+LUA_VOBJ  := $(LUA_VSRC:vendor/lua/%.c=$(BUILD)/obj/lua/%.o)
+LUA_A     := $(BUILD)/obj/lua/liblua.a
+ifneq ($(MAKECMDGOALS),deps)
+YAML_A    ?= $(shell pkg-config --variable=libdir yaml-0.1)/libyaml.a
+endif
+SO_LIBS    = $(filter-out -llua5.4 -lyaml,$(LDLIBS))
+# lash's Lua modules, compiled in as bytecode by tools/lua2c
+LUA_MODS  := $(sort $(shell cd lua && find lash -name '*.lua'))
+MOD_OBJ   := $(BUILD)/obj/gen/lua_modules.o
+
 .PHONY: all test check deps clean install examples bench fuzz unit specs integration rock rock-install
 
-all: $(BUILD)/bin/lash $(BUILD)/liblash.a $(BUILD)/liblash.so $(BUILD)/lash/core.so $(BUILD)/lash.pc $(TEST_BIN)
+all: $(BUILD)/bin/lash $(BUILD)/liblash_internal.a $(BUILD)/liblash.a $(BUILD)/liblash.so $(BUILD)/lash/core.so $(BUILD)/lash.pc $(TEST_BIN)
 
 $(BUILD)/obj/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/liblash.a: $(LIB_OBJ)
+$(BUILD)/obj/lua/%.o: vendor/lua/%.c $(wildcard vendor/lua/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(OPT) -Wall -Wextra -fPIC -fvisibility=hidden -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -c -o $@ $<
+
+$(LUA_A): $(LUA_VOBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(BUILD)/tools/lua2c: tools/lua2c.c $(LUA_A)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(OPT) $(WARN) -Ivendor/lua -o $@ $< $(LUA_A) -lm -ldl
+
+$(BUILD)/gen/lua_modules.c: $(BUILD)/tools/lua2c $(addprefix lua/,$(LUA_MODS))
+	@mkdir -p $(dir $@)
+	$(BUILD)/tools/lua2c $@ lua $(LUA_MODS)
+
+$(MOD_OBJ): $(BUILD)/gen/lua_modules.c src/lmodules.h
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
+
+# Every object with every symbol, Lua not included: for the CLI, the unit
+# tests, benchmarks and fuzzers, which use lash's insides and link the
+# system Lua. Hosts link liblash.a or liblash.so instead.
+$(BUILD)/liblash_internal.a: $(LIB_OBJ) $(MOD_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# liblash.a for hosts: one relocatable object (ld -r) with lash, Lua 5.4
+# and libyaml in it, every symbol but the API of liblash.map made local
+# (objcopy), so a host that links its own Lua or LuaJIT statically, or
+# libyaml, gets no clash; it links -lcurl -lm -ldl (lash.pc's --static).
+$(BUILD)/liblash.a: $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) src/liblash.map
+	sed -n 's/^ *\(lash_[a-z0-9_]*\);/\1/p' src/liblash.map > $(BUILD)/obj/liblash.syms
+	ld -r -o $(BUILD)/obj/liblash.o $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) $(YAML_A)
+	objcopy --keep-global-symbols=$(BUILD)/obj/liblash.syms $(BUILD)/obj/liblash.o
+	@rm -f $@
+	ar rcs $@ $(BUILD)/obj/liblash.o
+
 # The shared library carries a soname (liblash.so.0: the ABI major), so
-# hosts link against the major and a minor update replaces the file.
+# hosts link against the major and a minor update replaces the file. The
+# version script exports exactly lash's API (tests/integration/test_symbols.sh).
 SOMAJOR   := 0
-$(BUILD)/liblash.so.$(VERSION): $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,liblash.so.$(SOMAJOR) -o $@ $^ $(LDLIBS)
+$(BUILD)/liblash.so.$(VERSION): $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) src/liblash.map
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,liblash.so.$(SOMAJOR) \
+	  -Wl,--version-script=src/liblash.map -Wl,--exclude-libs,ALL $(if $(SAN),,-Wl,-z,defs) \
+	  -o $@ $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) $(YAML_A) $(SO_LIBS)
 
 $(BUILD)/liblash.so: $(BUILD)/liblash.so.$(VERSION)
 	ln -sf liblash.so.$(VERSION) $(BUILD)/liblash.so.$(SOMAJOR)
@@ -61,17 +114,17 @@ $(BUILD)/lash/core.so: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libcurl yaml-0.1) -lm
 
-$(BUILD)/bin/lash: $(BUILD)/obj/main.o $(BUILD)/liblash.a
+$(BUILD)/bin/lash: $(BUILD)/obj/main.o $(BUILD)/liblash_internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -rdynamic -o $@ $< -Wl,--whole-archive $(BUILD)/liblash.a -Wl,--no-whole-archive $(LDLIBS)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $< -Wl,--whole-archive $(BUILD)/liblash_internal.a -Wl,--no-whole-archive $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash.a $(HDRS)
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash_internal.a $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(XCFLAGS) $(CFLAGS) -Itests/unit -o $@ $< -Wl,--whole-archive $(BUILD)/liblash.a -Wl,--no-whole-archive $(LDLIBS) $(LDFLAGS)
+	$(CC) $(XCFLAGS) $(CFLAGS) -Itests/unit -o $@ $< -Wl,--whole-archive $(BUILD)/liblash_internal.a -Wl,--no-whole-archive $(LDLIBS) $(LDFLAGS)
 
 $(BUILD)/lash.pc: Makefile
 	@mkdir -p $(dir $@)
-	printf 'prefix=$${pcfiledir}/../..\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lash\nDescription: embeddable Lua-scriptable agent harness\nVersion: %s\nRequires.private: lua5.4 libcurl yaml-0.1\nCflags: -I$${includedir}\nLibs: -L$${libdir} -llash\nLibs.private: -lm -ldl\n' '$(VERSION)' > $@
+	printf 'prefix=$${pcfiledir}/../..\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lash\nDescription: embeddable Lua-scriptable agent harness\nVersion: %s\nRequires.private: libcurl\nCflags: -I$${includedir}\nLibs: -L$${libdir} -llash\nLibs.private: -lm -ldl\n' '$(VERSION)' > $@
 
 # ---- tests -------------------------------------------------------------
 

@@ -9,10 +9,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${LASH_BUILD:-build}
-[ -f "$BUILD/liblash.a" ] || make -s "$BUILD/liblash.a" >&2
+[ -f "$BUILD/liblash_internal.a" ] || make -s "$BUILD/liblash_internal.a" >&2
 mkdir -p "$BUILD/bench"
 bin=$BUILD/bench/output_bench
-cc -O2 -Wall -Wextra -Isrc bench/output_bench.c "$BUILD/liblash.a" -o "$bin"
+cc -O2 -Wall -Wextra -Isrc bench/output_bench.c "$BUILD/liblash_internal.a" -o "$bin"
 
 # best SECONDS of three runs of: $bin ARGS...; sets secs, bytes, rss, hwm
 best() {

@@ -19,7 +19,7 @@ if [ "${probe%% *}" != "yes" ]; then
   exit 0
 fi
 mkdir -p "$B/bench"
-cc -O2 -Wall -Isrc $(pkg-config --cflags lua5.4) bench/sandbox_bare.c "$B/liblash.a" \
+cc -O2 -Wall -Isrc $(pkg-config --cflags lua5.4) bench/sandbox_bare.c "$B/liblash_internal.a" \
    -o "$B/bench/sandbox_bare" || exit 1
 tmp=$(mktemp -d /tmp/lash-bench-sandbox.XXXXXX)
 chmod 711 "$tmp"

@@ -2,7 +2,7 @@
 ** sandbox_bare.c: the "bare bwrap" side of bench_sandbox.sh. Builds the
 ** very command line lash's local backend uses for an existing sandbox
 ** (same view, same masks, same options: lsb_view_build + lsb_jail_argv from
-** liblash.a), then runs `bwrap <that> -- CMD...` N times with plain
+** liblash_internal.a), then runs `bwrap <that> -- CMD...` N times with plain
 ** fork/exec (taking uid/gid 65534 first when run as root, as the jail
 ** does; no pipes, no limits, no loop) and prints the median and p90
 ** wall time per run in milliseconds.

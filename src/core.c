@@ -13,7 +13,9 @@
 #define LASH_VERSION "0.0.0"
 #endif
 
-int luaopen_lash_core(lua_State *L);
+/* The one symbol lash/core.so exports (the library is built with
+** -fvisibility=hidden); inside liblash it is local like the rest. */
+__attribute__((visibility("default"))) int luaopen_lash_core(lua_State *L);
 
 int luaopen_lash_core(lua_State *L) {
   lash_runtime_open(L);

@@ -19,11 +19,13 @@
 #include "runtime.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Parse sizes like 512M, 2G, 65536. Returns 0 on success; refuses signs,
 ** junk and anything that does not fit in a size_t. */
@@ -166,7 +168,28 @@ static int run_cli(lua_State *L) {
   return 1;
 }
 
+/* A CLI run from a build tree (build/bin/lash, with ../../lua/lash/init.lua
+** there) loads the tree's Lua modules, so a Lua edit needs no rebuild;
+** installed, it uses those compiled into it. $LASH_LUA_DIR wins over both
+** (the library reads it). */
+static const char *tree_lua_dir(char *buf, size_t n) {
+  char probe[PATH_MAX + 32];
+  ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+  char *slash;
+  if (len <= 0) return NULL;
+  buf[len] = '\0';
+  if (!(slash = strrchr(buf, '/'))) return NULL;
+  *slash = '\0';
+  if ((size_t)snprintf(probe, sizeof probe, "%s/../../lua/lash/init.lua", buf) >= sizeof probe ||
+      access(probe, R_OK) != 0)
+    return NULL;
+  if ((size_t)(slash - buf) + sizeof "/../../lua" > n) return NULL;
+  strcat(buf, "/../../lua");
+  return buf;
+}
+
 int main(int argc, char **argv) {
+  char tree[PATH_MAX];
   lash_Options opts;
   lash_State *S;
   lua_State *L;
@@ -175,6 +198,8 @@ int main(int argc, char **argv) {
   memset(&cs, 0, sizeof cs);
   cs.sig.fd = -1;
   lash_options_init(&opts);
+  if (!getenv("LASH_LUA_DIR") || !*getenv("LASH_LUA_DIR"))
+    opts.lua_dir = tree_lua_dir(tree, sizeof tree);
   {
     const char *env = getenv("LASH_MEMORY_LIMIT");
     if (env && parse_size(env, &opts.memory_limit) != 0) {

@@ -9,6 +9,7 @@
 #include "embed.h"
 #include "lauxlib.h"
 #include "lualib.h"
+#include "lmodules.h"
 #include "runtime.h"
 #include "task.h"
 
@@ -18,13 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <dlfcn.h>
-#include <unistd.h>
-
-#ifndef LASH_PREFIX
-#define LASH_PREFIX "/usr/local"
-#endif
 
 /* How long lash_close lets cancelled tasks unwind (sandbox teardown). */
 #define CLOSE_GRACE_MS 35000
@@ -171,98 +165,25 @@ static int pcall_traced(lash_State *S, int nargs, int nres) {
   return lashS_pcall(S, nargs, nres);
 }
 
-static int file_exists(const char *p) {
-  struct stat st;
-  return stat(p, &st) == 0;
-}
-
-/* Find the directory holding lash/init.lua: explicit, next to the
-** executable (source checkout: build/bin/../../lua; install: bin/../share/lash/lua),
-** next to the library (install: lib/../share/lash/lua), the install
-** prefix, then the source tree lash was built from. */
-static int find_lua_dir(const char *explicit_dir, char *out, size_t n) {
-  char exe[PATH_MAX / 2], probe[PATH_MAX];
-  ssize_t len;
-  const char *cands[4];
-  int i, nc = 0;
-  if (explicit_dir) {
-    snprintf(out, n, "%s", explicit_dir);
-    return 1;
-  }
-  len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len > 0) {
-    char *slash;
-    exe[len] = '\0';
-    slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = '\0';
-      snprintf(probe, sizeof probe, "%s/../../lua/lash/init.lua", exe);
-      if (file_exists(probe)) {
-        snprintf(out, n, "%s/../../lua", exe);
-        return 1;
-      }
-      snprintf(probe, sizeof probe, "%s/../share/lash/lua/lash/init.lua", exe);
-      if (file_exists(probe)) {
-        snprintf(out, n, "%s/../share/lash/lua", exe);
-        return 1;
-      }
-    }
-  }
-  /* next to the library itself (an installed, possibly moved, prefix:
-  ** lib/liblash.so -> share/lash/lua) */
-  {
-    Dl_info info;
-    if (dladdr((void *)lash_open, &info) && info.dli_fname) {
-      char *slash;
-      snprintf(exe, sizeof exe, "%s", info.dli_fname);
-      if ((slash = strrchr(exe, '/')) != NULL) {
-        *slash = '\0';
-        snprintf(probe, sizeof probe, "%s/../share/lash/lua/lash/init.lua", exe);
-        if (file_exists(probe)) {
-          snprintf(out, n, "%s/../share/lash/lua", exe);
-          return 1;
-        }
-      }
-    }
-  }
-  cands[nc++] = LASH_PREFIX "/share/lash/lua";
-#ifdef LASH_SRCDIR
-  cands[nc++] = LASH_SRCDIR "/lua";
-#endif
-  for (i = 0; i < nc; i++) {
-    snprintf(probe, sizeof probe, "%s/lash/init.lua", cands[i]);
-    if (file_exists(probe)) {
-      snprintf(out, n, "%s", cands[i]);
-      return 1;
-    }
-  }
-  return 0;
-}
-
 typedef struct setup_args {
   const char *lua_dir;
   const char *state_root;
   int attach;
 } setup_args;
 
-/* Make lash loadable in L: its Lua directory on package.path, lash.core
-** preloaded (unless the host already loaded one), and its runtime open so
-** lash_step works before any require. */
+/* Make lash loadable in L: its modules (lua_dir or $LASH_LUA_DIR first,
+** then those compiled in) found before package.path, lash.core preloaded
+** (unless the host already loaded one), and its runtime open so lash_step
+** works before any require. */
 static int setup(lua_State *L) {
   setup_args *a = lua_touserdata(L, 1);
-  char dir[PATH_MAX];
+  const char *dir = a->lua_dir;
   if (!a->attach) luaL_openlibs(L);
-  /* lash's modules first, then whatever LUA_PATH gave */
   if (lua_getglobal(L, "package") != LUA_TTABLE)
     return luaL_error(L, "lash_attach: the Lua state has no 'package' library; "
                       "open the standard libraries (luaL_openlibs) first");
-  if (find_lua_dir(a->lua_dir, dir, sizeof dir)) {
-    lua_getfield(L, -1, "path");
-    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir,
-                    lua_tostring(L, -1));
-    lua_setfield(L, -3, "path");
-    lua_pop(L, 1);
-  }
+  if (!dir || !*dir) dir = getenv("LASH_LUA_DIR");
+  lash_modules_install(L, dir && *dir ? dir : NULL, a->attach);
   lua_getfield(L, -1, "preload");
   if (lua_istable(L, -1)) {
     lua_pushcfunction(L, luaopen_lash_core);
