@@ -1,1 +1,1 @@
-../luajit/lash_ffi.lua
+../ffi/lash_ffi.lua

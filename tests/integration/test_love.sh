@@ -28,7 +28,7 @@ if [ "${probe%% *}" != "yes" ]; then
   echo "1..0 # SKIP no bubblewrap jail here (the NPC runs a sandbox command): ${probe#no }"; exit 0
 fi
 
-lua5.4 tests/integration/ffi_cdef_check.lua src/lash.h examples/luajit/lash_ffi.lua 2>&1 | sed 's/^/# /'
+lua5.4 tests/integration/ffi_cdef_check.lua src/lash.h examples/ffi/lash_ffi.lua 2>&1 | sed 's/^/# /'
 ok "${PIPESTATUS[0]}" "lash_ffi.lua declares exactly lash.h's API and constants"
 
 work=$(mktemp -d /tmp/lash-love.XXXXXX); trap 'rm -rf "$work"' EXIT
