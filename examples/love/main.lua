@@ -32,10 +32,24 @@ local TIMEOUT_S = 120               -- give up (exit 1) after this long
 local SIGN = { x = 3, y = 2, text = "The chest lies at x = 3 * 4, y = 2 + 5." }
 local CHEST = { x = 12, y = 7, gold = 3 }
 
+-- the thread's CPU time, to tell lash's work from its wait for I/O inside
+-- lash_step (it waits up to the budget when no task is ready)
+local ffi = require "ffi"
+ffi.cdef [[
+typedef struct { long tv_sec; long tv_nsec; } lash_npc_timespec;
+int clock_gettime(int clk, lash_npc_timespec *ts);
+]]
+local CLOCK_THREAD_CPUTIME_ID = 3
+local cpu_ts = ffi.new("lash_npc_timespec")
+local function thread_cpu()
+  ffi.C.clock_gettime(CLOCK_THREAD_CPUTIME_ID, cpu_ts)
+  return tonumber(cpu_ts.tv_sec) + tonumber(cpu_ts.tv_nsec) * 1e-9
+end
+
 local opts = { frames = nil, agent = true }
 local lashffi, S, run                   -- the library wrapper, the state, the run
 local world, hud                        -- game state, what the screen shows
-local stats = { frames = 0, late = 0, late_list = {}, work = {}, step = {}, events = {}, runs = 0 }
+local stats = { frames = 0, late = 0, late_list = {}, work = {}, step = {}, step_cpu = {}, events = {}, runs = 0, runs_done = 0 }
 local out_files = {}
 local exit_code = 1
 
@@ -204,6 +218,7 @@ local function write_result()
     '"output":' .. (output and json_string(output) or "null"),
     '"result":' .. (result or "null"),
     '"runs":' .. stats.runs,
+    '"runs_done":' .. stats.runs_done,
     '"frames":' .. stats.frames,
     '"late_frames":' .. stats.late,
     '"late":[' .. table.concat(stats.late_list, ",") .. "]",
@@ -212,6 +227,9 @@ local function write_result()
     '"frame_ms_max":' .. string.format("%.3f", percentile(stats.work, 1) * 1e3),
     '"step_ms_p50":' .. string.format("%.3f", percentile(stats.step, 0.5) * 1e3),
     '"step_ms_p99":' .. string.format("%.3f", percentile(stats.step, 0.99) * 1e3),
+    '"step_ms_max":' .. string.format("%.3f", percentile(stats.step, 1) * 1e3),
+    '"step_cpu_ms_p50":' .. string.format("%.3f", percentile(stats.step_cpu, 0.5) * 1e3),
+    '"step_cpu_ms_p99":' .. string.format("%.3f", percentile(stats.step_cpu, 0.99) * 1e3),
     '"events":{' .. table.concat(ev, ",") .. "}",
     string.format('"npc":{"x":%d,"y":%d}', world.npc.x, world.npc.y),
     '"chest_open":' .. tostring(world.chest_open),
@@ -224,6 +242,12 @@ end
 
 local function finish(code)
   exit_code = code
+  if code ~= 0 then
+    local _, result = nil, nil
+    if run and run:done() then _, result = run:result() end
+    io.stderr:write("lash NPC: ", hud.error or ("the run ended " .. (run and run:status_name() or "before it began")),
+      result and (": " .. (result:match('"error":(%b{})') or "")) or "", "\n")
+  end
   love.event.quit(code)
 end
 
@@ -239,7 +263,6 @@ function love.load(args)
     local ok, err = pcall(open_lash)
     if not ok then
       hud.error = tostring(err)
-      io.stderr:write("lash NPC: ", hud.error, "\n")
       write_result()
       return finish(1)
     end
@@ -251,24 +274,27 @@ function love.update()
   stats.frames = stats.frames + 1
   update_world()
   if not S then
+    -- the baseline draws as many event lines as the agent's run shows
+    hud_line(string.format("[%5d] no agent: the same world and drawing, lash not loaded", stats.frames))
     if opts.frames and stats.frames >= opts.frames then finish(0) end
     return
   end
-  local t0 = love.timer.getTime()
+  local t0, c0 = love.timer.getTime(), thread_cpu()
   local ok, err = pcall(S.step, S, BUDGET_MS)
   stats.step[#stats.step + 1] = love.timer.getTime() - t0
+  stats.step_cpu[#stats.step_cpu + 1] = thread_cpu() - c0
   if not ok then
     hud.error = tostring(err)
-    io.stderr:write("lash NPC: ", hud.error, "\n")
     return finish(1)
   end
   if run:done() and not hud.ended_at then hud.ended_at = stats.frames end
   if opts.frames then
-    if stats.frames >= opts.frames then
-      return finish(run:status() == lashffi.RUN_DONE and 0 or 1)
-    end
+    -- the frames are up: quit, with the run in flight cancelled by S:close
+    if stats.frames >= opts.frames and not hud.ended_at then return finish(stats.runs_done > 0 and 0 or 1) end
     if hud.ended_at then
       if run:status() ~= lashffi.RUN_DONE then return finish(1) end
+      stats.runs_done = stats.runs_done + 1
+      if stats.frames >= opts.frames then return finish(0) end
       run:free()
       hud.ended_at = nil
       start_run()
