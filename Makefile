@@ -147,6 +147,7 @@ deps:
 
 examples: all
 	@if [ -f examples/embed/Makefile ]; then $(MAKE) -C examples/embed BUILD=$(CURDIR)/$(BUILD); fi
+	@if pkg-config --exists luajit; then $(MAKE) -C examples/luajit-host BUILD=$(CURDIR)/$(BUILD) run static; fi
 
 bench: all
 	@bash bench/run.sh

@@ -24,6 +24,9 @@ PKGS=(
   clang libclang-rt-14-dev valgrind
   # make bench: peak RSS (/usr/bin/time -v)
   time
+  # make test: a LuaJIT host of liblash, C (static and shared) and FFI
+  # (tests/integration/test_luajit_host.sh)
+  luajit libluajit-5.1-dev
   # make test: the LÖVE example (test_love.sh) runs Debian's LÖVE 11.4 under
   # xvfb-run (xauth is only a Recommends of xvfb); libgl1-mesa-dri is mesa's
   # software rasterizer (llvmpipe), the GL LÖVE draws with where no GPU is

@@ -92,8 +92,10 @@ typedef struct lash_Options {
   /* Allocator for the Lua state; NULL means realloc/free. */
   lash_Alloc alloc;
   void *alloc_ud;
-  /* Where lash's Lua modules live; NULL means: next to the executable,
-  ** then the installed prefix, then the source tree it was built from. */
+  /* lash's own Lua modules (`lash`, `lash.*`) are compiled into the
+  ** library. A directory given here (or, when NULL, in $LASH_LUA_DIR) is
+  ** searched first, for developing them from a source tree ("lua/" of a
+  ** checkout); a module missing there comes from the library. */
   const char *lua_dir;
   /* Root directory for the local sandboxes of this state's runs (a
   ** sandbox's own state_root option still wins; this one wins over

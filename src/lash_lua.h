@@ -24,8 +24,14 @@ extern "C" {
 ** host closes L. The collector: in a state of lash_open's, the first
 ** budgeted lash_step sets a small step size (2^9 bytes) so garbage
 ** collection splits finely; an attached state keeps the host's setting,
-** and lash_step assumes Lua's default (2^13). */
-LASH_API lash_State *lash_attach(lua_State *L, const lash_Options *opts);
+** and lash_step assumes Lua's default (2^13).
+** lash's library carries its own Lua 5.4 (hidden), whose functions then
+** work on L: the host's Lua must be the same release (lash_errmsg says
+** which when it is not). lash_attach is a macro that passes the release
+** of the lua.h the host was compiled with, as zlib's inflateInit does. */
+LASH_API lash_State *lash_attach_release(lua_State *L, const lash_Options *opts,
+                                         int lua_release);
+#define lash_attach(L, opts) lash_attach_release((L), (opts), LUA_VERSION_RELEASE_NUM)
 
 /* The state's Lua state, for hosts that want to push their own values. */
 LASH_API lua_State *lash_lua(lash_State *S);

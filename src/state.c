@@ -243,6 +243,19 @@ static void finish_open(lash_State *S, const lash_Options *opts, int attach) {
   }
 }
 
+/* The Lua lash runs on must be the release its objects were compiled
+** against (the headers' LUA_RELEASE in the implementation's lua_ident):
+** a mismatch (a system liblua5.4 of another 5.4.x than the headers, a
+** build mixing trees) would corrupt memory instead of failing. */
+static int lua_matches(lash_State *S) {
+  if (strstr(lua_ident, LUA_RELEASE "  ") != NULL) return 1;
+  lashS_seterr(S, "lash was compiled against %s's headers but runs on another "
+               "Lua (%s); rebuild lash against the Lua it links", LUA_RELEASE,
+               lua_ident);
+  S->failed = LASH_ERUN;
+  return 0;
+}
+
 lash_State *lash_open(const lash_Options *opts) {
   lash_Options defaults;
   lash_State *S;
@@ -251,6 +264,7 @@ lash_State *lash_open(const lash_Options *opts) {
     opts = &defaults;
   }
   if (!(S = new_state(opts))) return NULL;
+  if (!lua_matches(S)) return S;
   S->mem.base = opts->alloc ? opts->alloc : default_alloc;
   S->mem.base_ud = opts->alloc_ud;
   S->mem.limit = opts->memory_limit;
@@ -264,7 +278,8 @@ lash_State *lash_open(const lash_Options *opts) {
   return S;
 }
 
-lash_State *lash_attach(lua_State *L, const lash_Options *opts) {
+lash_State *lash_attach_release(lua_State *L, const lash_Options *opts,
+                                int lua_release) {
   lash_Options defaults;
   lash_State *S;
   if (!opts) {
@@ -273,6 +288,18 @@ lash_State *lash_attach(lua_State *L, const lash_Options *opts) {
   }
   if (!(S = new_state(opts))) return NULL;
   S->attached = 1;
+  if (!lua_matches(S)) return S;
+  /* lash's Lua functions work on the host's state: only the same release
+  ** lays out lua_State, tables and strings the same way */
+  if (lua_release != LUA_VERSION_RELEASE_NUM) {
+    lashS_seterr(S, "lash_attach: the host's Lua is %d.%d.%d and lash carries "
+                 "%s; attach needs the same release (build the host against "
+                 "it, or let lash_open make a state of lash's own)",
+                 lua_release / 10000, lua_release / 100 % 100, lua_release % 100,
+                 LUA_RELEASE);
+    S->failed = LASH_EARG;
+    return S;
+  }
   if (!L) {
     set_err(S, "lash_attach: NULL lua_State");
     S->failed = LASH_EARG;

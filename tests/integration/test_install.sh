@@ -4,7 +4,9 @@
 # right flags, lash.h compiles with no Lua headers anywhere on the include
 # path, a C++17 host (examples/cpp/host.cpp, including lash.h as is) builds
 # with `pkg-config --cflags --libs lash` and runs an agent that calls its
-# tool, and the installed CLI runs. TAP.
+# tool, and the installed CLI runs; then, with the installed Lua files
+# removed, the host and the CLI still run (the modules are compiled in),
+# and the host links the installed liblash.a statically. TAP.
 set -u
 cd "$(dirname "$0")/../.."
 n=0; failed=0
@@ -48,5 +50,72 @@ grep -q '^inventory: 1$' "$log"; ok $? "the tool changed the host's state"
 [ $failed -ne 0 ] && sed 's/^/# /' "$log"
 
 out=$(cd "$tmp" && "$P/bin/lash" eval 'return 1 + 1' 2>&1); ok $? "the installed CLI runs from the moved prefix ($out)"
+
+# A host with its own Lua 5.4 (the system's liblua5.4) attaches lash to its
+# state: liblash's hidden Lua works on it (same release), valgrind-clean
+# where valgrind is.
+cat > "$tmp/attach.c" <<'C_EOF'
+#include "lash_lua.h"
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdio.h>
+int main(void) {
+  lua_State *L = luaL_newstate();
+  lash_State *S;
+  lash_Run *run = NULL;
+  const char *out = NULL;
+  luaL_openlibs(L);
+  S = lash_attach(L, NULL);
+  if (lash_load_spec_string(S, "return { model = 'test', instructions = 'x' }", "a.lua") != LASH_OK ||
+      lash_run_start(S, "hi", NULL, &run) != LASH_OK || lash_run(S) < 0) {
+    fprintf(stderr, "lash: %s\n", lash_errmsg(S));
+    return 1;
+  }
+  lash_run_result(run, &out, NULL);
+  printf("status %d: %s\n", lash_run_status(run), out ? out : "-");
+  if (luaL_dostring(L, "return require('lash').spawn(function() return 6 * 7 end):join()")) return 1;
+  printf("host task: %d\n", (int)lua_tointeger(L, -1));
+  lash_run_free(run);
+  lash_close(S);
+  lua_close(L);
+  return 0;
+}
+C_EOF
+cc -std=c99 -Wall -o "$tmp/attach" "$tmp/attach.c" $(pkg-config --cflags --libs lash lua5.4) -Wl,-rpath,"$libdir" >"$log" 2>&1
+rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "a Lua 5.4 host builds with pkg-config --cflags --libs lash lua5.4"
+vg=; command -v valgrind >/dev/null 2>&1 && vg="valgrind -q --error-exitcode=9 --leak-check=no"
+(cd "$tmp" && $vg ./attach) >"$log" 2>&1
+rc=$?; grep -q '^status 2: success (no tool calls)$' "$log" && grep -q '^host task: 42$' "$log" || rc=1
+[ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "it attaches lash to its own lua_State, runs an agent and a task of its own${vg:+ (under valgrind)}"
+
+# The library and the CLI carry lash's Lua modules compiled in: with the
+# installed Lua files gone (and no source tree on any path they look at,
+# LASH_LUA_DIR unset), both still run.
+rm -rf "$P/share/lash"
+(cd "$tmp" && env -u LASH_LUA_DIR ./cpphost) >"$log" 2>&1
+rc=$?; grep -q '^status 2: Stocked: added sword (1 items)$' "$log" || rc=1
+[ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "the C++17 host runs its agent with share/lash removed (modules compiled into liblash.so)"
+out=$(cd "$tmp" && env -u LASH_LUA_DIR "$P/bin/lash" eval \
+  'for _, f in pairs(require "lash.agent") do if type(f) == "function" then return debug.getinfo(f, "S").source end end' 2>&1)
+[ "$out" = @lash/agent.lua ]; ok $? "the installed CLI runs lash.agent compiled in, not from a file (source $out)"
+! readelf -p .rodata "$P/lib/liblash.so" | grep -qF "$(pwd)"
+ok $? "liblash.so has no path into the source tree it was built from"
+
+# A host that links liblash.a statically adds libcurl (shared), libm and
+# libdl (lash.pc's Requires.private and Libs.private): no Lua, no libyaml.
+static_libs="$(pkg-config --libs libcurl) -lm -ldl"
+g++ -std=c++17 -O1 -o "$tmp/cpphost-static" examples/cpp/host.cpp $(pkg-config --cflags lash) \
+  "$P/lib/liblash.a" $static_libs >"$log" 2>&1
+rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "the C++17 host links the installed liblash.a with $static_libs"
+! ldd "$tmp/cpphost-static" 2>/dev/null | grep -Eq 'liblash|liblua|libyaml'
+ok $? "the static host loads no liblash, liblua or libyaml at run time"
+(cd "$tmp" && env -u LASH_LUA_DIR ./cpphost-static) >"$log" 2>&1
+rc=$?; grep -q '^status 2: Stocked: added sword (1 items)$' "$log" || rc=1
+[ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "the statically linked C++17 host runs its agent"
 echo "1..$n"
 exit $failed

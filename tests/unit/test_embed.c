@@ -1121,6 +1121,17 @@ static void test_attach(void) {
   lua_close(L);
 
   L = luaL_newstate();
+  luaL_openlibs(L);
+  S = lash_attach_release(L, NULL, LUA_VERSION_RELEASE_NUM + 1);
+  T_EQ_INT(lash_step(S, 0), LASH_EARG, "attach from a host of another Lua 5.4 release is refused");
+  T_OK(strstr(lash_errmsg(S), "same release") != NULL && strstr(lash_errmsg(S), LUA_RELEASE) != NULL,
+       "naming both releases: %s", lash_errmsg(S));
+  lash_close(S);
+  T_OK(luaL_dostring(L, "return package.loaded['lash.core'] == nil") == LUA_OK && lua_toboolean(L, -1),
+       "and the host's state is left untouched");
+  lua_close(L);
+
+  L = luaL_newstate();
   S = lash_attach(L, NULL);
   T_EQ_INT(lash_step(S, 0), LASH_ERUN, "attach to a state without the standard libraries fails");
   T_OK(strstr(lash_errmsg(S), "luaL_openlibs") != NULL, "saying what to do: %s", lash_errmsg(S));
