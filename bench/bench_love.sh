@@ -23,8 +23,8 @@ export LASH_SANDBOX_ROOT=$tmp/sandboxes
 game() { # OUTDIR ARGS...
   local out=$1; shift
   mkdir -p "$out"
-  LIBGL_ALWAYS_SOFTWARE=1 timeout 600 xvfb-run -a -s "-screen 0 1024x768x24" \
-    love examples/love --lib "$B/liblash.so" --out "$out" --frames "$N" "$@" >/dev/null 2>"$out/stderr" </dev/null
+  LIBGL_ALWAYS_SOFTWARE=1 xvfb-run -a -s "-screen 0 1024x768x24" \
+    timeout -k 10 600 love examples/love --lib "$B/liblash.so" --out "$out" --frames "$N" "$@" >/dev/null 2>"$out/stderr" </dev/null
 }
 game "$tmp/base" --no-agent || { echo "bench_love: the game without the agent failed" >&2; cat "$tmp/base/stderr" >&2; exit 1; }
 game "$tmp/agent" || { echo "bench_love: the game with the agent failed" >&2; cat "$tmp/agent/stderr" >&2; exit 1; }

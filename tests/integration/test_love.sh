@@ -35,14 +35,17 @@ work=$(mktemp -d /tmp/lash-love.XXXXXX); trap 'rm -rf "$work"' EXIT
 chmod 711 "$work"
 export LASH_SANDBOX_ROOT=$work/sandboxes
 # A sanitized liblash (make check) needs the sanitizer runtimes loaded
-# first; the engine's own leaks are not lash's
+# first; the engine's own leaks are not lash's. liblash is preloaded too:
+# dlopen'ed later under ASan, its libcurl's gnutls constructor deadlocks on
+# glibc's locale lock against LÖVE's running threads
 preload=(env)
 if [ -n "${LASH_SANITIZED:-}" ]; then
-  preload=(env LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0)
+  preload=(env LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so):$B/liblash.so" ASAN_OPTIONS=detect_leaks=0)
 fi
 # Xvfb's default screen is 640x480x8: LÖVE needs a 24-bit visual; mesa's
 # software rasterizer draws (there is no GPU)
-LIBGL_ALWAYS_SOFTWARE=1 timeout 300 xvfb-run -a -s "-screen 0 1024x768x24" "${preload[@]}" \
+# (the timeout is love's own: xvfb-run, when killed, leaves its child running)
+LIBGL_ALWAYS_SOFTWARE=1 xvfb-run -a -s "-screen 0 1024x768x24" timeout -k 10 300 "${preload[@]}" \
   love examples/love --lib "$B/liblash.so" --out "$work" >"$work/stdout" 2>"$work/stderr" </dev/null
 rc=$?
 ok $rc "the game ran to the end and exited 0 (exit $rc$([ $rc -ge 128 ] && echo ", signal $((rc - 128))"))"
