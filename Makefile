@@ -87,7 +87,7 @@ $(BUILD)/liblash_internal.a: $(LIB_OBJ) $(MOD_OBJ)
 # liblash.a for hosts: one relocatable object (ld -r) with lash, Lua 5.4
 # and libyaml in it, every symbol but the API of liblash.map made local
 # (objcopy), so a host that links its own Lua or LuaJIT statically, or
-# libyaml, gets no clash; it links -lcurl -lm -ldl (lash.pc's --static).
+# libyaml, gets no clash; the host adds libcurl, -lm and -ldl.
 $(BUILD)/liblash.a: $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) src/liblash.map
 	sed -n 's/^ *\(lash_[a-z0-9_]*\);/\1/p' src/liblash.map > $(BUILD)/obj/liblash.syms
 	ld -r -o $(BUILD)/obj/liblash.o $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) $(YAML_A)
@@ -110,9 +110,9 @@ $(BUILD)/liblash.so: $(BUILD)/liblash.so.$(VERSION)
 
 # The module a stock lua5.4 loads: it must not link liblua itself, the
 # interpreter provides the symbols.
-$(BUILD)/lash/core.so: $(LIB_OBJ)
+$(BUILD)/lash/core.so: $(LIB_OBJ) src/lash_core.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libcurl yaml-0.1) -lm
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=src/lash_core.map -o $@ $(LIB_OBJ) $(shell pkg-config --libs libcurl yaml-0.1) -lm
 
 $(BUILD)/bin/lash: $(BUILD)/obj/main.o $(BUILD)/liblash_internal.a
 	@mkdir -p $(dir $@)

@@ -12,7 +12,9 @@ n=0; failed=0
 ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 absb=$(cd "$B" && pwd)
-cc -O1 -Wall -Isrc -o "$tmp/host" tests/integration/hosts/lookup_host.c -L"$absb" -llash -Wl,-rpath,"$absb" \
+cflags="-O1"   # under make check, the host is sanitized like the library
+[ -n "${LASH_SANITIZED:-}" ] && cflags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined"
+cc $cflags -Wall -Isrc -o "$tmp/host" tests/integration/hosts/lookup_host.c -L"$absb" -llash -Wl,-rpath,"$absb" \
   || { echo "not ok 1 - the host builds"; echo "1..1"; exit 1; }
 src='local f
 for _, v in pairs(require "lash.agent") do if type(v) == "function" then f = v break end end

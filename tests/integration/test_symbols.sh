@@ -55,5 +55,10 @@ nm -g --undefined-only "$B/liblash.a" | awk '{print $NF}' | grep -E '^(lua|luaL|
 [ ! -s "$tmp/und" ]; rc=$?
 [ $rc -ne 0 ] && sed 's/^/# undefined: /' "$tmp/und" | head
 ok $rc "liblash.a leaves no Lua or libyaml symbol undefined (the host need not link one)"
+# lash/core.so, the Lua C module of a stock lua5.4: its entry point only
+if [ -e "$B/lash/core.so" ]; then
+  core=$(nm -D --defined-only "$B/lash/core.so" | awk '{print $NF}' | sed 's/@.*//' | grep -Ev "$toolchain" | tr '\n' ' ')
+  [ "$core" = "luaopen_lash_core " ]; ok $? "lash/core.so exports only luaopen_lash_core (got: $(echo "$core" | cut -c1-200))"
+fi
 echo "1..$n"
 exit $failed
