@@ -117,7 +117,7 @@ function M.open(opts)
   if opts.state_root then o.state_root = opts.state_root end
   local ptr = lib.lash_open(o)
   if ptr == nil then error("lash_open: out of memory", 2) end
-  local S = setmetatable({ lib = lib, ptr = ptr, callbacks = {}, runs = {}, pending_error = nil }, State)
+  local S = setmetatable({ lib = lib, ptr = ptr, callbacks = {}, pending_error = nil }, State)
   if lib.lash_dostring(ptr, "return", "=open") ~= 0 then
     local msg = ffi.string(lib.lash_errmsg(ptr))
     lib.lash_close(ptr)
@@ -172,9 +172,7 @@ end
 function State:run_start(prompt, options_json)
   local out = ffi.new("lash_Run *[1]")
   check(self, self.lib.lash_run_start(self.ptr, prompt, options_json, out), "lash_run_start")
-  local run = setmetatable({ S = self, ptr = out[0] }, Run)
-  self.runs[run] = true
-  return run
+  return setmetatable({ S = self, ptr = out[0] }, Run)
 end
 
 --- Advance every run for at most budget_ms (0 polls, -1 blocks). Returns
@@ -193,13 +191,13 @@ function State:run_all()
   return check(self, rc, "lash_run")
 end
 
---- Close the state: cancels runs still going, frees everything. Runs not
--- yet freed stay readable. Idempotent.
+--- Close the state: cancels runs still going, frees everything but the
+-- runs, which stay readable (status, result) until run:free(), as in C.
+-- Idempotent.
 function State:close()
   if not self.ptr then return end
   self.lib.lash_close(self.ptr)
   self.ptr = nil
-  for run in pairs(self.runs) do run:free() end
   -- lash calls no callback after close: the trampolines can go
   for _, cb in ipairs(self.callbacks) do cb:free() end
   self.callbacks = {}
@@ -220,7 +218,6 @@ function Run:approve(call_id, allow, message)
 end
 function Run:free()
   if self.ptr then self.S.lib.lash_run_free(self.ptr); self.ptr = nil end
-  self.S.runs[self] = nil
 end
 
 function Call:status() return self.S.lib.lash_call_status(self.ptr) end
