@@ -89,5 +89,29 @@ if [ -f "$work/result.json" ]; then
 else
   ok 1 "the driver wrote its result (nvim died before)"
 fi
+# a library that is not there: a clear error, and the editor carries on
+cat > "$work/driver_missing.lua" <<'LUA'
+local out = os.getenv("LASH_NVIM_OUT")
+require("lash_nvim").setup { lib = out .. "/missing/liblash.so" }
+-- :Lash reports the failure as an error (vim.notify at ERROR level)
+local raised, msg = pcall(vim.cmd, "Lash anything")
+local last = require("lash_nvim").last
+io.stderr:write(tostring(msg), "\n")
+local f = assert(io.open(out .. "/missing.json", "w"))
+f:write(vim.json.encode { status = last.status, error = last.error })
+f:close()
+vim.cmd("qa!")
+LUA
+"${preload[@]}" LASH_NVIM_OUT=$work timeout 180 nvim --headless -u NONE -i NONE \
+  --cmd "set rtp^=$ROOT/examples/nvim" -c "runtime plugin/lash.lua" -c "luafile $work/driver_missing.lua" \
+  >"$work/stdout2" 2>"$work/stderr2" </dev/null
+rc=$?
+ok $rc "with a missing library nvim still exits cleanly (exit $rc)"
+python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+sys.exit(0 if r["status"] == "failed" and sys.argv[2] + "/missing/liblash.so" in r["error"] else 1)' "$work/missing.json" "$work" 2>/dev/null
+ok $? "the error names the library it could not load"
+grep -q "lash: .*missing/liblash.so" "$work/stderr2"; ok $? "and the user sees it (vim.notify)"
 echo "1..$n"
 exit $failed

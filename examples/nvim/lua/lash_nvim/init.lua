@@ -186,9 +186,17 @@ function M.run(prompt)
   end
   local ok, err = pcall(open)
   if not ok then
-    vim.notify("lash: " .. tostring(err), vim.log.levels.ERROR)
-    M.last = { status = "failed", error = tostring(err), events = {} }
+    err = tostring(err)
+    if err:find("cannot open shared object", 1, true) then
+      err = err .. " (build lash with make, or name the library: require('lash_nvim').setup{lib = ...} or $LASH_LIB)"
+    end
+    vim.notify("lash: " .. err, vim.log.levels.ERROR)
+    M.last = { status = "failed", error = err, events = {} }
     if S then S:close(); S = nil end
+    return
+  end
+  if out_buf and vim.api.nvim_get_current_buf() == out_buf then
+    vim.notify("lash: run :Lash from the buffer to edit, not from lash://output", vim.log.levels.WARN)
     return
   end
   target = vim.api.nvim_get_current_buf()
