@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* How long lash_close lets cancelled tasks unwind (sandbox teardown). */
 #define CLOSE_GRACE_MS 35000
@@ -165,6 +166,11 @@ static int pcall_traced(lash_State *S, int nargs, int nres) {
   return lashS_pcall(S, nargs, nres);
 }
 
+static int is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 typedef struct setup_args {
   const char *lua_dir;
   const char *state_root;
@@ -182,7 +188,14 @@ static int setup(lua_State *L) {
   if (lua_getglobal(L, "package") != LUA_TTABLE)
     return luaL_error(L, "lash_attach: the Lua state has no 'package' library; "
                       "open the standard libraries (luaL_openlibs) first");
-  if (!dir || !*dir) dir = getenv("LASH_LUA_DIR");
+  if (dir && *dir) {
+    if (!is_dir(dir))
+      return luaL_error(L, "lash_Options.lua_dir '%s' is not a directory", dir);
+  } else if ((dir = getenv("LASH_LUA_DIR")) != NULL && *dir) {
+    if (!is_dir(dir))
+      return luaL_error(L, "LASH_LUA_DIR '%s' is not a directory (unset it to use "
+                        "the modules compiled into lash)", dir);
+  }
   lash_modules_install(L, dir && *dir ? dir : NULL, a->attach);
   lua_getfield(L, -1, "preload");
   if (lua_istable(L, -1)) {

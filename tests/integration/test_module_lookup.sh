@@ -39,6 +39,10 @@ out=$(run ./host "$tmp/dev" 'require "lash.template"')
 echo "$out" | grep -q "error loading module 'lash.template' from file '$tmp/dev/lash/template.lua'"
 ok $? "a broken file in lua_dir is an error naming it, not a silent fallback"
 
+out=$(run ./host "$tmp/nowhere" 'print 1')
+echo "$out" | grep -q "lua_dir '$tmp/nowhere' is not a directory"; ok $? "a lua_dir that is not a directory fails lash_open, naming it"
+out=$(cd "$tmp" && LASH_LUA_DIR="$tmp/nowhere" ./host - 'print 1' 2>&1)
+echo "$out" | grep -q "LASH_LUA_DIR '$tmp/nowhere' is not a directory"; ok $? "so does such a \$LASH_LUA_DIR"
 out=$(run ./host - 'require "lfs"')
 echo "$out" | grep -q "no C modules: lash carries its own Lua 5.4 inside liblash"
 ok $? "require of a Lua C module says why it cannot load"
