@@ -29,6 +29,12 @@ PKGS=(
   # make test: a LuaJIT host of liblash, C (static and shared) and FFI
   # (tests/integration/test_luajit_host.sh)
   luajit libluajit-5.1-dev
+  # make test: the LÖVE example (test_love.sh) runs Debian's LÖVE 11.4 under
+  # xvfb-run (xauth is only a Recommends of xvfb); libgl1-mesa-dri is mesa's
+  # software rasterizer (llvmpipe), the GL LÖVE draws with where no GPU is
+  love xvfb xauth libgl1-mesa-dri
+  # make test: the Neovim example (test_nvim.sh), nvim --headless (LuaJIT)
+  neovim
 )
 # Node for the MCP interop tests: Debian's, unless a node/npm is already
 # on PATH (from another source: keep it)

@@ -1,0 +1,1 @@
+../ffi/lash_ffi.lua
