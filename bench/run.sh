@@ -5,6 +5,11 @@
 set -u
 cd "$(dirname "$0")/.."
 export LASH_BUILD=${LASH_BUILD:-build}
+# the benchmarks' runs are saved (sessions), but never into the user's own
+# state: a throwaway XDG_STATE_HOME for the whole table
+bench_state=$(mktemp -d /tmp/lash-bench-state.XXXXXX)
+trap 'rm -rf "$bench_state"' EXIT
+export XDG_STATE_HOME=$bench_state
 only=${1:-}
 echo "lash benchmarks, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -r)"
 echo
