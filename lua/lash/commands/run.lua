@@ -279,7 +279,14 @@ end
 --- The trace exporter the environment and config ask for, or nil (none
 -- asked; bad settings are a warning, never a failed run).
 function M.trace_exporter(config, cli)
-  return require("lash.trace").from_config((config.get() or {}).traces, function(msg) cli.err(msg, "\n") end)
+  local traces = (config.get() or {}).traces
+  -- without an endpoint there are no traces: the tracing modules stay
+  -- unloaded (a cold start pays for every module it loads)
+  if traces == nil and (os.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "") == ""
+      and (os.getenv("OTEL_EXPORTER_OTLP_ENDPOINT") or "") == "" then
+    return nil
+  end
+  return require("lash.trace").from_config(traces, function(msg) cli.err(msg, "\n") end)
 end
 
 function M.main(args, cli)
@@ -302,7 +309,10 @@ function M.main(args, cli)
   if not agent then
     return { kind = "spec", message = "cannot load the spec: " .. tostring(err) }
   end
-  local sessions = require "lash.sessions"
+  local save = not o.no_save and not (os.getenv("LASH_NO_SAVE") or ""):match("^[1ty]")
+  -- the store is loaded only when a run saves or continues (a cold start
+  -- pays for every module it loads)
+  local sessions = (save or o.continue or o.resume) and require "lash.sessions" or nil
   local session, serr = continued(o, sessions)
   if serr then return { kind = "usage", message = serr } end
   local history = session and json.copy(session.history) or nil
@@ -320,7 +330,6 @@ function M.main(args, cli)
   end
   local defaults = config.run_defaults(agent, o)
   opts.model, opts.model_settings = defaults.model, defaults.model_settings
-  local save = not o.no_save and not (os.getenv("LASH_NO_SAVE") or ""):match("^[1ty]")
   if not save and session then
     session.store:close()
     session = nil
