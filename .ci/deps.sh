@@ -9,6 +9,10 @@ PKGS=(
   build-essential pkg-config lua5.4 liblua5.4-dev libcurl4-openssl-dev
   # the build: the YAML loader (src/yaml.c) over libyaml
   libyaml-dev
+  # the build: `lash chat`'s line editing and history (src/cli/term.c)
+  libedit-dev
+  # make test: test_chat.sh drives `lash chat` in a real terminal (tmux)
+  tmux
   # at run time: the local sandbox
   bubblewrap
   # make test: busted specs, the rockspec test

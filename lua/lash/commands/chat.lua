@@ -1,0 +1,462 @@
+--- `lash chat SPEC [options]`: an interactive session with an agent spec.
+--
+-- Each line the user enters is one turn: a run of the agent on that
+-- prompt with the conversation so far as its history, printed the way
+-- `lash run` prints (lash.render: text as it streams, each tool call and
+-- its result, a usage line). Lines starting with `/` are the session's
+-- commands (`/help`).
+--
+-- Input comes from the program's terminal (`host.term`, src/cli/term.c):
+-- on a terminal, lines are edited with libedit and kept in a history file
+-- under $XDG_STATE_HOME/lash/; otherwise standard input is read line by
+-- line, so a session can be scripted. Lines are read on lash's loop, and a
+-- turn runs as a task on it: Ctrl-C (SIGINT, which the terminal takes
+-- while the session is open) cancels the turn, whose sandbox commands are
+-- killed, and the conversation goes back to what it was before the turn.
+-- At the prompt, Ctrl-C clears the line; a second Ctrl-C on an empty line,
+-- or Ctrl-D, ends the session.
+-- @module lash.commands.chat
+local M = {
+  signals = true,      -- SIGTERM/SIGHUP stop lash as for `lash run`; SIGINT is the session's
+  summary = "talk with an agent spec in an interactive session",
+  usage = [[usage: lash chat SPEC [options]
+
+An interactive session with the agent in SPEC (a .lua, .yaml or .json
+spec, as for `lash run`). Each line is a turn of one conversation: the
+model's text streams as it arrives, tool calls show as `lash run` shows
+them, and a tool call that needs approval is asked about inline
+(y: allow, n: deny, e: edit its arguments as JSON, then allow).
+
+commands (at the prompt):
+  /help            these commands
+  /reset           forget the conversation (start a new one)
+  /model [M]       show the model, or use M from the next turn on
+  /tools           list the tools the agent offers
+  /save FILE       write the conversation to FILE (JSON)
+  /exit            end the session (also Ctrl-D)
+
+keys: line editing and history (up/down arrows) from libedit (emacs
+bindings; ~/.editrc with `lash:` lines changes them). Ctrl-C cancels the
+running turn (its sandbox commands are killed; the conversation is as
+before the turn); at the prompt it clears the line, and a second Ctrl-C
+on an empty line ends the session, as Ctrl-D does.
+
+options:
+  --model M        use model M instead of the spec's
+  --yes            approve every tool call that needs approval
+  --max-steps N    stop a turn after N model requests (default 50)
+  --deps JSON      pass deps to every turn (a JSON object)
+  --no-stream      do not stream the model's answers
+  --trust          load a Lua spec with the full standard library
+  --backend B      the sandbox backend (local, modal) instead of the spec's
+  --no-history     do not read or write the input history file
+
+The input history is $XDG_STATE_HOME/lash/chat_history (default
+~/.local/state/lash/chat_history), mode 0600. When standard input is not a
+terminal, lines are read as they arrive and nothing is edited or kept; a
+turn that fails then ends the session with its exit code. On a terminal a
+failed turn is reported and the session goes on. Ctrl-D (or the end of
+the input, or /exit) exits 0; a second Ctrl-C exits 130 (SIGINT).]],
+}
+
+local HELP = [[
+/help            these commands
+/reset           forget the conversation
+/model [M]       show the model, or switch to M for the next turns
+/tools           list the agent's tools
+/save FILE       write the conversation to FILE (JSON)
+/exit            end the session (or Ctrl-D)
+Ctrl-C cancels a running turn; twice at an empty prompt it ends the session.]]
+
+local function parse_args(args, cli)
+  local o = { positional = {} }
+  local i = 1
+  local function value(name)
+    i = i + 1
+    local v = args[i]
+    if v == nil then cli.usage_error("option " .. name .. " needs a value") end
+    return v
+  end
+  while i <= #args do
+    local a = args[i]
+    local name, inline = a:match("^(%-%-[%w%-]+)=(.*)$")
+    if name then
+      a = name
+      table.insert(args, i + 1, inline)
+    end
+    if a == "--model" then o.model = value(a)
+    elseif a == "--yes" then o.yes = true
+    elseif a == "--max-steps" then
+      local v = value(a)
+      local n = math.tointeger(tonumber(v))
+      if not n or n < 1 then cli.usage_error("--max-steps needs a positive integer, got '" .. v .. "'") end
+      o.max_steps = n
+    elseif a == "--deps" then o.deps = value(a)
+    elseif a == "--no-stream" then o.no_stream = true
+    elseif a == "--trust" then o.trust = true
+    elseif a == "--backend" then o.backend = value(a)
+    elseif a == "--no-history" then o.no_history = true
+    elseif a == "--" then
+      for j = i + 1, #args do o.positional[#o.positional + 1] = args[j] end
+      break
+    elseif a:sub(1, 2) == "--" then
+      cli.usage_error("unknown option '" .. a .. "'")
+    else
+      o.positional[#o.positional + 1] = a
+    end
+    i = i + 1
+  end
+  return o
+end
+
+--- Where the input history lives: $XDG_STATE_HOME/lash/chat_history, or
+-- ~/.local/state/lash/chat_history.
+function M.history_path(getenv)
+  getenv = getenv or os.getenv
+  local state = getenv("XDG_STATE_HOME")
+  if not state or state == "" or state:sub(1, 1) ~= "/" then
+    local home = getenv("HOME")
+    if not home or home == "" then return nil end
+    state = home .. "/.local/state"
+  end
+  return state .. "/lash/chat_history"
+end
+
+local Session = {}
+Session.__index = Session
+
+function Session:say(style, s)
+  self.out(self.painter(style, s) .. "\n")
+end
+
+-- The model the next turn uses, as shown to the user.
+function Session:model_label()
+  return require("lash.agent").model_label(self.model or self.agent.model)
+end
+
+-- Ask about a tool call that needs approval: y, n or e (edit the
+-- arguments as JSON). Ctrl-C here cancels the turn.
+function Session:ask(call)
+  local json = require "lash.json"
+  if call.kind == "elicitation" then return self:ask_elicitation(call) end
+  while true do
+    local line, why = self.term.read(string.format("Allow %s %s? [y/n/e] ", call.name,
+                                                   json.try_encode_canonical(call.args or {}) or ""))
+    -- piped answers are not echoed by a terminal: show them in the transcript
+    if line and not self.interactive then self.out(line .. "\n") end
+    if not line then
+      if why == "interrupt" then
+        self:cancel_turn()
+        return "The user cancelled the turn."
+      end
+      return "The user denied this tool call (no answer)."
+    end
+    local a = line:lower():match("^%s*(%a*)")
+    if a == "y" or a == "yes" then return true end
+    if a == "n" or a == "no" then return "The user denied this tool call." end
+    if a == "e" or a == "edit" then
+      local text = json.try_encode_canonical(call.args or {}) or "{}"
+      local edited, ewhy = self.term.read("args> ", text)
+      if not edited then
+        if ewhy == "interrupt" then
+          self:cancel_turn()
+          return "The user cancelled the turn."
+        end
+        return "The user denied this tool call (no answer)."
+      end
+      local v, derr = json.try_decode(edited)
+      if type(v) == "table" then return { allow = true, args = v } end
+      self:say("yellow", "not a JSON object (" .. tostring(derr or edited) .. "); answer again")
+    else
+      self:say("dim", "answer y (allow), n (deny) or e (edit the arguments)")
+    end
+  end
+end
+
+-- An MCP server asks the user: answer each field (empty keeps the default).
+function Session:ask_elicitation(call)
+  local line = self.term.read(string.format("%s asks: %s\nAnswer? [y/n] ", tostring(call.server),
+                                            tostring(call.message)))
+  if not line or not line:lower():match("^%s*y") then return false end
+  local props = type(call.schema) == "table" and type(call.schema.properties) == "table"
+    and call.schema.properties or {}
+  local names, args = {}, {}
+  for k in pairs(props) do names[#names + 1] = k end
+  table.sort(names)
+  for _, k in ipairs(names) do
+    local p, d = props[k], call.args and call.args[k]
+    local v = self.term.read(string.format("  %s%s: ", type(p.title) == "string" and p.title or k,
+                                           d ~= nil and (" [" .. tostring(d) .. "]") or ""))
+    if v == nil then return false end
+    if v ~= "" then
+      if p.type == "number" or p.type == "integer" then args[k] = tonumber(v) or v
+      elseif p.type == "boolean" then args[k] = v:lower():match("^[yt1]") ~= nil
+      else args[k] = v end
+    end
+  end
+  return { allow = true, args = args }
+end
+
+function Session:cancel_turn()
+  if self.turn_task then
+    self.cancelled = true
+    self.turn_task:cancel()
+  end
+end
+
+-- One turn: a run on `prompt` with the conversation as history. Returns
+-- nil, or an outcome when the session must end.
+function Session:turn(prompt)
+  local lash = require "lash"
+  local render = require "lash.render"
+  local printer = render.new { write = self.out, tty = self.tty_out }
+  local handle = printer:handler()
+  local opts = {
+    history = self.history, model = self.model, model_settings = self.model_settings,
+    limits = self.limits, deps = self.deps, stream = self.stream,
+    on_event = function(ev)
+      -- the session's header said who and what; each turn's own start is quiet
+      if ev.type == "run_start" then printer.started = lash.now() return end
+      handle(ev)
+    end,
+  }
+  if self.yes then
+    opts.approve = function() return true end
+  else
+    opts.approve = function(_, call) return self:ask(call) end
+  end
+  self.cancelled = false
+  self.term.forget_interrupts()
+  local ok, task = pcall(self.agent.start, self.agent, prompt, opts)
+  if not ok then
+    printer:close()
+    self:say("red", "✗ " .. tostring(type(task) == "table" and task.message or task))
+    return nil
+  end
+  self.turn_task = task
+  local term = self.term
+  local watcher = lash.spawn(function()
+    term.wait_interrupt()
+    self:cancel_turn()
+  end)
+  local jok, res = pcall(task.join, task)
+  self.turn_task = nil
+  watcher:cancel()
+  pcall(watcher.wait, watcher)
+  printer:close()
+  if jok then
+    self.history = res.messages
+    self.turns = self.turns + 1
+    if res.stop_reason == "approval_required" then
+      self:say("yellow", "the turn stopped with tool calls waiting for approval")
+    end
+    return nil
+  end
+  local e = res
+  local host = self.cli.host
+  if host and host.signal and host.signal() then
+    return { kind = "cancelled", exit_code = 1, message = "stopped" }
+  end
+  if lash.is_error(e, "cancelled") then
+    self:say("yellow", "turn cancelled: the conversation is as it was before it")
+    return nil
+  end
+  local o = self.cli.outcome(e)
+  self:say("red", "✗ " .. tostring(type(e) == "table" and e.kind or "error") .. ": "
+    .. tostring(type(e) == "table" and e.message or e))
+  if not self.interactive then
+    o.printed = true
+    return o
+  end
+  return nil
+end
+
+-- The tools the agent offers, without starting a run: its toolsets and
+-- capabilities listed for a context like a run's. A toolset that can only
+-- list its tools once open (an MCP server) says so.
+function Session:tools()
+  local ctx = { deps = self.deps or self.agent.deps, run = { agent = self.agent.name }, values = self.agent.values or {},
+                messages = self.history, usage = {}, agent = self.agent }
+  local lines = {}
+  local function list(ts)
+    local ok, inst = pcall(ts.for_run, ts, ctx)
+    if not ok then inst = ts end
+    local lok, tools = pcall(inst.get_tools, inst, ctx)
+    if not lok or type(tools) ~= "table" then
+      lines[#lines + 1] = string.format("  (%s: its tools are listed once it is connected, in a turn)",
+                                        tostring(inst.name or ts.name or "toolset"))
+      return
+    end
+    for _, t in ipairs(tools) do
+      local d = require("lash.render").one_line((tostring(t.description or "")):match("^[^\n]*"), 70)
+      lines[#lines + 1] = string.format("  %-20s %s", t.name, d)
+    end
+  end
+  local capability = require "lash.capability"
+  for _, ts in ipairs(self.agent.own_toolsets or {}) do list(ts) end
+  for _, c in ipairs(self.agent.capabilities or {}) do
+    if capability.is_capability(c) then
+      local ok, inst = pcall(c.for_run, c, ctx)
+      if ok then
+        for _, ts in ipairs(inst:get_toolsets()) do list(ts) end
+      end
+    else
+      list(c)
+    end
+  end
+  if #lines == 0 then return "no tools" end
+  return table.concat(lines, "\n")
+end
+
+function Session:save(path)
+  if not path or path == "" then
+    return nil, "give a file name: /save FILE (the conversation is written there as JSON)"
+  end
+  local json = require "lash.json"
+  local doc = { agent = self.agent.name, model = self:model_label(), messages = self.history,
+                saved_at = os.date("!%Y-%m-%dT%H:%M:%SZ") }
+  local ok, text = pcall(json.encode_canonical, doc)
+  if not ok then return nil, "cannot encode the conversation: " .. tostring(text) end
+  local f, err = io.open(path, "wb")
+  if not f then return nil, "cannot write " .. tostring(err) end
+  local wok, werr = f:write(text, "\n")
+  f:close()
+  if not wok then return nil, "cannot write " .. path .. ": " .. tostring(werr) end
+  return true
+end
+
+-- A `/command`: returns "exit" to end the session.
+function Session:command(line)
+  local name, rest = line:match("^/(%S*)%s*(.-)%s*$")
+  if name == "help" or name == "?" then
+    self.out(HELP .. "\n")
+  elseif name == "reset" then
+    self.history = {}
+    self:say("dim", "conversation cleared: the next line starts a new one")
+  elseif name == "model" then
+    if rest == "" then
+      self.out("model: " .. self:model_label() .. "\n")
+    else
+      local ok, err = pcall(require("lash.models").resolve, rest)
+      if not ok then
+        self:say("red", "cannot use model " .. rest .. ": " .. tostring(type(err) == "table" and err.message or err))
+      else
+        self.model = rest
+        self.out("model: " .. self:model_label() .. " (from the next turn)\n")
+      end
+    end
+  elseif name == "tools" then
+    self.out(self:tools() .. "\n")
+  elseif name == "save" then
+    local ok, err = self:save(rest)
+    if ok then
+      self.out(string.format("saved %d message%s to %s\n", #self.history, #self.history == 1 and "" or "s", rest))
+    else
+      self:say("red", err)
+    end
+  elseif name == "exit" or name == "quit" then
+    return "exit"
+  else
+    self:say("red", "unknown command /" .. name .. ": type /help for the commands")
+  end
+  return nil
+end
+
+function Session:loop()
+  local armed = false   -- Ctrl-C once on an empty line: a second one ends the session
+  while true do
+    local line, why, had_text = self.term.read(self.interactive and "> " or nil)
+    if line == nil then
+      if why == "eof" then
+        if self.interactive then self.out("\n") end
+        return { kind = "ok", exit_code = 0 }
+      elseif why == "interrupt" then
+        if armed and not had_text then
+          return { kind = "cancelled", signal = "SIGINT", exit_code = 128 + 2, printed = true,
+                   message = "ended by Ctrl-C" }
+        end
+        armed = not had_text
+        if armed then self:say("dim", "(Ctrl-C again or Ctrl-D to exit)") end
+      elseif why == "signal" then
+        return { kind = "cancelled", exit_code = 1, message = "stopped" }
+      else
+        return { kind = "error", message = "cannot read the input: " .. tostring(why) }
+      end
+    else
+      armed = false
+      if self.interactive and line:match("%S") then
+        local ok, err = self.term.add_history(line)
+        if not ok and not self.history_warned then
+          self.history_warned = true
+          self:say("yellow", "warning: " .. tostring(err))
+        end
+      end
+      if line:match("^%s*/") and not line:match("^%s*//") then
+        if self:command(line:match("^%s*(.*)$")) == "exit" then return { kind = "ok", exit_code = 0 } end
+      elseif line:match("%S") then
+        -- "//..." sends a prompt that starts with "/"
+        local prompt = line:match("^%s*//") and line:gsub("/", "", 1) or line
+        local o = self:turn(prompt)
+        if o then return o end
+      end
+    end
+  end
+end
+
+function M.main(args, cli)
+  local o = parse_args(args, cli)
+  local spec_path = o.positional[1]
+  if not spec_path then cli.usage_error("missing the agent spec (a .lua, .yaml or .json file)") end
+  if #o.positional > 1 then
+    cli.usage_error("too many arguments: lash chat takes the spec only (type the prompts in the session)")
+  end
+  local host = cli.host
+  local term = host and host.term
+  if not term then
+    return { kind = "error", message = "lash chat needs the lash program's terminal (run it as `lash chat`)" }
+  end
+  local json = require "lash.json"
+  local render = require "lash.render"
+  local config = require "lash.config"
+  local _, cerr = config.get()
+  if cerr then return { kind = "spec", message = cerr } end
+  local backend, from = config.backend(o.backend)
+  local agent, err = require("lash.spec").load(spec_path, { trust = o.trust,
+                                                backend = from == "cli" and backend or nil })
+  if agent and backend and from ~= "cli" then agent, err = config.default_backend(agent, backend) end
+  if not agent then return { kind = "spec", message = "cannot load the spec: " .. tostring(err) } end
+  local deps
+  if o.deps then
+    local d, derr = json.try_decode(o.deps)
+    if type(d) ~= "table" then cli.usage_error("--deps must be a JSON object: " .. tostring(derr or o.deps)) end
+    deps = d
+  end
+  local defaults = config.run_defaults(agent, o)
+  local tty_out = render.is_tty(1)
+  local color = render.use_color(tty_out)
+  local s = setmetatable({
+    cli = cli, term = term, agent = agent, history = {}, turns = 0,
+    model = defaults.model, model_settings = defaults.model_settings,
+    limits = o.max_steps and { max_steps = o.max_steps } or nil, deps = deps,
+    stream = not o.no_stream, yes = o.yes, tty_out = tty_out,
+    out = function(str) io.stdout:write(str) io.stdout:flush() end,
+    painter = function(style, str)
+      if not color then return str end
+      local codes = { dim = "2", red = "31", yellow = "33", cyan = "36" }
+      return "\27[" .. codes[style] .. "m" .. str .. "\27[0m"
+    end,
+  }, Session)
+  local edit, herr = term.open { history = (not o.no_history) and M.history_path() or nil }
+  s.interactive = edit
+  if herr then s:say("yellow", "warning: " .. herr .. "; the history is not kept") end
+  if s.interactive then
+    s:say("dim", "● " .. tostring(agent.name) .. " · " .. s:model_label()
+      .. " · /help for commands, Ctrl-D to exit")
+  end
+  local ok, res = pcall(s.loop, s)
+  term.close()
+  if not ok then error(res, 0) end
+  return res
+end
+
+return M
