@@ -16,6 +16,7 @@ import os
 import pty
 import select
 import shutil
+import signal
 import stat
 import struct
 import subprocess
@@ -196,16 +197,30 @@ check("after /reset the history starts again", c.expect("you said: count (histor
 
 if SANDBOX:
     c.line("sleep")
-    check("a sandbox command starts", c.expect("▸ run_command") and until(lambda: running(MARK)), c.recent())
+    started = c.expect("▸ run_command") and until(lambda: running(MARK))
+    check("a sandbox command starts", started, c.recent())
     c.send("\x03")
     check("Ctrl-C cancels the turn", c.expect("turn cancelled"), c.recent())
-    check("... and the sandbox command is killed", until(lambda: not running(MARK)))
+    check("... and the sandbox command is killed", started and until(lambda: not running(MARK)))
     c.line("count")
     check("the session goes on, with the conversation as before the cancelled turn",
           c.expect("you said: count (history 3)"), c.recent())
+    # the terminal's Ctrl-C reaches the whole foreground group, the jail's
+    # bwrap too; SIGINT to lash alone shows that lash itself kills the command
+    c.line("sleep")
+    started = c.expect("▸ run_command") and until(lambda: running(MARK))
+    os.kill(c.pid, signal.SIGINT)
+    check("SIGINT to lash alone cancels the turn", started and c.expect("turn cancelled"), c.recent())
+    check("... and lash kills the sandbox command", started and until(lambda: not running(MARK)))
+    c.line("/reset")
+    c.line("count")
+    c.expect("you said: count (history 1)")
+    c.line("count")
+    c.expect("you said: count (history 3)")
 else:
     for d in ("a sandbox command starts", "Ctrl-C cancels the turn", "... and the sandbox command is killed",
-              "the session goes on after a cancelled turn"):
+              "the session goes on after a cancelled turn", "SIGINT to lash alone cancels the turn",
+              "... and lash kills the sandbox command"):
         skip(d, "no bubblewrap jail here")
 
 c.line("/model")
@@ -247,8 +262,8 @@ c.prompt()
 c.send("abc")
 c.expect("abc")
 c.send("\x03")
-check("Ctrl-C on a typed line clears it and keeps the session", c.expect("^C"), c.recent())
-c.line("xyz")
+check("Ctrl-C on a typed line clears it and keeps the session", c.expect("^C") and c.expect("> "), c.recent())
+c.send("xyz\r")
 check("... the next line starts empty", c.expect("you said: xyz (history 9)"), c.recent())
 c.prompt()
 c.send("\x03")
@@ -296,7 +311,8 @@ check("piped: the approval is answered from the input",
       "Allow danger" in p.stdout and "danger ran on disk" in p.stdout, p.stdout)
 check("piped: commands work", "model: function:scripted" in p.stdout, p.stdout)
 check("piped: the conversation goes on", "you said: count (history 9)" in p.stdout, p.stdout)
-check("piped: no colour, no prompt", "\x1b[" not in p.stdout and "> " not in p.stdout, repr(p.stdout))
+check("piped: no colour, no prompt", "▸ echo_tool" in p.stdout and "\x1b[" not in p.stdout
+      and "> " not in p.stdout, repr(p.stdout))
 p = subprocess.run([LASH, "chat", "--trust", SPEC], input="fail\ncount\n", env=base_env(),
                    capture_output=True, text=True, timeout=HANG * 2)
 check("piped: a failed turn ends the session with its exit code (7: provider)", p.returncode == 7,
