@@ -8,7 +8,7 @@
 PREFIX    ?= /usr/local
 BUILD     ?= build
 CC        ?= cc
-PKGS      := lua5.4 libcurl yaml-0.1
+PKGS      := lua5.4 libcurl yaml-0.1 sqlite3
 # `make deps` runs before pkg-config and the libraries exist.
 ifneq ($(MAKECMDGOALS),deps)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
@@ -59,7 +59,7 @@ $(BUILD)/liblash.so: $(BUILD)/liblash.so.$(VERSION)
 # interpreter provides the symbols.
 $(BUILD)/lash/core.so: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libcurl yaml-0.1) -lm
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libcurl yaml-0.1 sqlite3) -lm
 
 # The program's own terminal code (src/cli/: `lash chat`'s line editor)
 # links libedit; the libraries never do.
@@ -76,7 +76,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash.a $(HDRS)
 
 $(BUILD)/lash.pc: Makefile
 	@mkdir -p $(dir $@)
-	printf 'prefix=$${pcfiledir}/../..\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lash\nDescription: embeddable Lua-scriptable agent harness\nVersion: %s\nRequires.private: lua5.4 libcurl yaml-0.1\nCflags: -I$${includedir}\nLibs: -L$${libdir} -llash\nLibs.private: -lm -ldl\n' '$(VERSION)' > $@
+	printf 'prefix=$${pcfiledir}/../..\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lash\nDescription: embeddable Lua-scriptable agent harness\nVersion: %s\nRequires.private: lua5.4 libcurl yaml-0.1 sqlite3\nCflags: -I$${includedir}\nLibs: -L$${libdir} -llash\nLibs.private: -lm -ldl\n' '$(VERSION)' > $@
 
 # ---- tests -------------------------------------------------------------
 

@@ -13,6 +13,9 @@ PKGS=(
   libedit-dev
   # make test: test_chat.sh drives `lash chat` in a real terminal (tmux)
   tmux
+  # the build: saved conversations (src/lsqlite.c) over SQLite; the sqlite3
+  # shell lets the sessions test damage a database the way a user might
+  libsqlite3-dev sqlite3
   # at run time: the local sandbox
   bubblewrap
   # make test: busted specs, the rockspec test

@@ -47,6 +47,9 @@ describe("lash run", function()
     local all = lines(out)
     assert.equal('{"greet":"hello, a","pick":"red"}', json.decode(all[#all - 1]).output)
     local last = json.decode(all[#all])
+    -- the run was saved (lash.sessions): the exit line names its session
+    assert.matches("^%x+$", last.session)
+    last.session = nil
     assert.same({ type = "exit", kind = "ok", exit_code = 0, stop_reason = "complete" }, last)
   end)
 
@@ -98,7 +101,8 @@ describe("lash run", function()
                           return m[#m].parts[1].content end }]]
     local out, err, code = cli.run { "run", spec, "x" }
     assert.equal(9, code)  -- stopped for approval
-    assert.equal("lash run: stopped: 1 tool call(s) need approval (run with --yes to allow them)\n", err)
+    assert.matches("^lash run: stopped: 1 tool call%(s%) need approval %(run with %-%-yes to allow them; "
+      .. "lash run .* %-%-resume %x+ %-%-yes runs them%)\n$", err)
     assert.matches("c1 rm", out, 1, true)
     out, err, code = cli.run { "run", spec, "x", "--yes" }
     os.remove(spec)

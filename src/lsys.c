@@ -8,6 +8,12 @@
 #include "modules.h"
 #include "runtime.h"
 
+#include <errno.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /*** Is file descriptor `fd` (default 1, standard output) a terminal? */
@@ -37,9 +43,77 @@ static int l_memory(lua_State *L) {
   return 2;
 }
 
+/*** n random bytes from the kernel (ids for saved sessions and trace spans). */
+static int l_random(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, n >= 1 && n <= 256, 1, "1..256 bytes");
+  unsigned char buf[256];
+  size_t got = 0;
+  while (got < (size_t)n) {
+    ssize_t r = getrandom(buf + got, (size_t)n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return luaL_error(L, "getrandom: %s", strerror(errno));
+    }
+    got += (size_t)r;
+  }
+  lua_pushlstring(L, (const char *)buf, (size_t)n);
+  return 1;
+}
+
+/*** The wall clock: whole seconds and nanoseconds since the Unix epoch
+** (lash.now is monotonic, for durations; this is for timestamps). */
+static int l_time(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  lua_pushinteger(L, (lua_Integer)ts.tv_sec);
+  lua_pushinteger(L, (lua_Integer)ts.tv_nsec);
+  return 2;
+}
+
+/*** Is process pid alive (on this machine)? */
+static int l_alive(lua_State *L) {
+  lua_Integer pid = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, pid > 0 && pid <= 0x7fffffff, 1, "not a process id");
+  lua_pushboolean(L, kill((pid_t)pid, 0) == 0 || errno == EPERM);
+  return 1;
+}
+
+/*** mkdirs(path [, mode]) -> true | nil, message: make a directory and its
+** missing parents (mode default 0700: lash's state is the user's own). */
+static int l_mkdirs(lua_State *L) {
+  size_t n;
+  const char *path = luaL_checklstring(L, 1, &n);
+  lua_Integer mode = luaL_optinteger(L, 2, 0700);
+  luaL_argcheck(L, n > 0 && n < 4096, 1, "a path of 1..4095 bytes");
+  char buf[4096];
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    char c = buf[i];
+    buf[i] = '\0';
+    if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST) {
+      lua_pushnil(L);
+      lua_pushfstring(L, "cannot create %s: %s", buf, strerror(errno));
+      return 2;
+    }
+    buf[i] = c;
+  }
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s exists and is not a directory", path);
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 int lash_open_sys(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"isatty", l_isatty}, {"getpid", l_getpid}, {"memory", l_memory},
+    {"random", l_random}, {"time", l_time}, {"alive", l_alive},
+    {"mkdirs", l_mkdirs},
     {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;

@@ -18,7 +18,8 @@
   X(yaml)               \
   X(json)               \
   X(proc)               \
-  X(net)
+  X(net)                \
+  X(sqlite)
 
 #define LASH_DECLARE_OPEN(name) int lash_open_##name(lua_State *L);
 LASH_MODULES(LASH_DECLARE_OPEN)

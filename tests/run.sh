@@ -27,6 +27,8 @@ TIMEOUT=${LASH_TEST_TIMEOUT:-900}
 parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(unit specs integration)
 pass=0; fail=0; skip=0; failed_names=(); started=$SECONDS
 log=$(mktemp -d); trap 'rm -rf "$log"' EXIT
+# saved sessions of the runs under test go here, never into the user's state
+export XDG_STATE_HOME="$log/state"
 
 if [ -n "${LASH_SANITIZED:-}" ]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}

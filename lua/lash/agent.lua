@@ -49,7 +49,8 @@
 --                {run_id, step, kind = "model", attempt, delay, status, reason, message,
 --                 discarded_text, discarded_thinking}  what the failed attempt had streamed
 --                {run_id, step, kind = "output", attempt, message}  the answer missed the schema
---   usage        {run_id, step, usage = this request, total = the run so far}
+--   usage        {run_id, step, usage = this request, total = the run so far,
+--                 response_model, response_id}   what the provider said it ran, when it says
 --   run_end      {run_id, stop_reason, output, usage, pending, error = {kind, message}}
 -- `on_event` runs inside the run's task (or a tool call's child task); it
 -- may wait, but every wait there holds up the run.
@@ -109,6 +110,7 @@ local RUN_OPTS = {
   model = true, limits = "table", values = "table", model_settings = "table", stream = "boolean",
   holder = "string",  -- who this run is, for claiming an attached sandbox (lash.identity)
   output = "table",   -- a JSON Schema for the answer (overrides the agent's)
+  on_message = "function",  -- called with each message as it enters the history (saved sessions)
 }
 
 local function sorted_keys(t)
@@ -201,6 +203,14 @@ end
 -- Runs
 
 local run_counter = 0
+
+-- Every new message of the history enters here, so a recorder (saved
+-- sessions) sees each one the moment it exists.
+local function append(run, msg)
+  local msgs = run.messages
+  msgs[#msgs + 1] = msg
+  if run.on_message then run.on_message(msg, #msgs) end
+end
 
 local function emit(run, ev)
   local cb = run.on_event
@@ -302,7 +312,7 @@ local function new_run(agent, prompt, opts)
   local run = {
     agent = agent, id = id, prompt = prompt, opts = opts, ctx = ctx, info = info,
     messages = messages, usage = usage, limits = limits, model_spec = model_spec,
-    on_event = opts.on_event, approve = opts.approve or agent.approve,
+    on_event = opts.on_event, on_message = opts.on_message, approve = opts.approve or agent.approve,
     approvals = opts.approvals or {}, stream = stream, retries = {}, opened = {},
     settings = merged(agent.model_settings, opts.model_settings),
     prompt_parts = prompt_parts, output_schema = opts.output or agent.output, output_retries = 0,
@@ -641,7 +651,7 @@ local function run_calls(run, calls)
       content = string.format("Not run: this turn asked for %d tool calls and at most %d run per turn "
         .. "(limits.max_calls_per_turn). Call the ones still needed in your next turn.", #calls + #capped, cap) }
   end
-  run.messages[#run.messages + 1] = { role = "user", parts = parts }
+  append(run, { role = "user", parts = parts })
   account_retries(run, items, results)
   return nil
 end
@@ -749,7 +759,7 @@ local function body(run)
       error(new_error("config", "the history ends with tool calls that have no results; resume it with "
         .. "agent:run(nil, {history = ..., approvals = {...}}) before sending a new prompt"), 0)
     end
-    msgs[#msgs + 1] = { role = "user", parts = run.prompt_parts }
+    append(run, { role = "user", parts = run.prompt_parts })
   else
     local last = msgs[#msgs]
     if not (last and last.role == "assistant" and #tool_calls_of(last) > 0) then
@@ -779,9 +789,9 @@ local function body(run)
     emit(run, { type = "usage", step = step, usage = { input_tokens = u.input_tokens or 0,
                 output_tokens = u.output_tokens or 0, cache_read_tokens = u.cache_read_tokens or 0,
                 cache_write_tokens = u.cache_write_tokens or 0, reasoning_tokens = u.reasoning_tokens },
-                total = copy_usage(run.usage) })
-    msgs[#msgs + 1] = { role = "assistant", parts = resp.parts, finish = resp.finish, model = model.name,
-                        usage = u }
+                total = copy_usage(run.usage), response_model = resp.model, response_id = resp.id })
+    append(run, { role = "assistant", parts = resp.parts, finish = resp.finish, model = model.name,
+                  usage = u })
     check_tokens(run)
     local calls = tool_calls_of(msgs[#msgs])
     if #calls == 0 then
@@ -796,7 +806,7 @@ local function body(run)
           run.agent.retries, run.agent.retries == 1 and "y" or "ies", problem), { text = text }), 0)
       end
       emit(run, { type = "retry", kind = "output", step = step, attempt = run.output_retries, message = problem })
-      msgs[#msgs + 1] = { role = "user", parts = { { type = "text", text = problem .. tool.RETRY_SUFFIX } } }
+      append(run, { role = "user", parts = { { type = "text", text = problem .. tool.RETRY_SUFFIX } } })
       goto continue
     end
     -- the adapter read the cut from the stream's structure (a block never
@@ -856,6 +866,7 @@ end
 -- @tparam[opt] string prompt nil to resume a history that ends with calls
 --   awaiting approval
 -- @tparam[opt] table opts `history`, `deps`, `on_event(ev)`,
+--   `on_message(msg, index)` (each new history message, as it enters),
 --   `approve(ctx, call) -> decision`, `approvals` ({[call id] = decision}),
 --   `model` (override), `limits`, `values`, `model_settings`, `stream`,
 --   `holder` (this run's identity when it claims an attached sandbox).

@@ -19,7 +19,7 @@
 
 local cli = {}
 
-local COMMANDS = { "chat", "config", "eval", "mcp", "models", "run", "sandbox" }
+local COMMANDS = { "chat", "config", "eval", "mcp", "models", "run", "sandbox", "sessions" }
 
 --- The exit codes, one table for every command. New outcomes get a row
 -- here (and in `EXIT_ROWS`), never a private number in a command.
@@ -193,7 +193,7 @@ end
 
 local function json_line(o)
   local line = { type = "exit", kind = o.kind, exit_code = o.exit_code }
-  for _, k in ipairs { "message", "signal", "stop_reason", "error_kind", "limit" } do
+  for _, k in ipairs { "message", "signal", "stop_reason", "error_kind", "limit", "session" } do
     if o[k] ~= nil then line[k] = o[k] end
   end
   local json = require "lash.json"
@@ -284,7 +284,8 @@ function cli.main(argv, host)
     -- asked to stop: that is the outcome, whatever the work got to (a
     -- failure other than the cancellation itself is still said)
     if o.exit_code ~= 0 and o.kind ~= "cancelled" then report(first, cmd, o) end
-    o = { kind = "cancelled", signal = signame, exit_code = 128 + signo, message = "stopped by " .. signame }
+    o = { kind = "cancelled", signal = signame, exit_code = 128 + signo, message = "stopped by " .. signame,
+          session = o.session }
   end
   report(first, cmd, o)
   if json and (cmd.json_final or o.exit_code ~= 0) then

@@ -14,6 +14,7 @@
 --   }
 --   sandbox = { backend = "local" }
 --   mcp_servers = { fs = { command = { "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp" } } }
+--   traces = { endpoint = "http://127.0.0.1:4318", protocol = "http/protobuf", service_name = "lash" }
 --
 -- API keys never go in the file itself: `api_key_env` names the variable
 -- holding one, `api_key_file` a file whose first line is one.
@@ -88,7 +89,9 @@ local function run_data(chunk, path, env)
 end
 
 local KNOWN = { model = "string", model_settings = "table", providers = "table", sandbox = "table",
-                mcp_servers = "table" }
+                mcp_servers = "table", traces = "table" }
+-- OTLP trace export (lash.trace); the environment's OTEL_* beat these
+local TRACES_KEYS = { endpoint = "string", protocol = "string", service_name = "string" }
 local PROVIDER_KEYS = { base_url = "string", api_key_env = "string", api_key_file = "string" }
 local SANDBOX_KEYS = { backend = "string" }
 local MCP_KEYS = { command = "table", env = "table", url = "string", cwd = "string" }
@@ -154,6 +157,7 @@ local function validate(c)
       error("config.sandbox.backend: unknown backend '" .. c.sandbox.backend .. "' (known: local, modal)", 0)
     end
   end
+  if c.traces then check_fields(c.traces, TRACES_KEYS, "config.traces") end
   for name, s in pairs(c.mcp_servers or {}) do
     local where = "config.mcp_servers." .. tostring(name)
     if type(name) ~= "string" then error("config.mcp_servers: servers are named, e.g. mcp_servers = { fs = {...} }", 0) end
@@ -376,6 +380,11 @@ function M.effective(cli)
     local v = s.url or table.concat(s.command, " ")
     add("mcp_servers." .. name, v, "config")
   end
+  local t_env = nonempty(os.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) and "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    or nonempty(os.getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) and "OTEL_EXPORTER_OTLP_ENDPOINT"
+  if t_env then add("traces.endpoint", (os.getenv(t_env):gsub("//[^/@]*@", "//***@")), "env " .. t_env)
+  elseif c.traces and c.traces.endpoint then add("traces.endpoint", c.traces.endpoint, "config")
+  else add("traces.endpoint", "not set (traces off)", "default") end
   table.sort(rows, function(a, b2) return a.key < b2.key end)
   return rows
 end

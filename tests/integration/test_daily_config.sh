@@ -101,7 +101,7 @@ refuse "a memory budget" 's = "aaaaaaaa" for i = 1, 40 do s = s .. s end' "used 
 refuse "an instruction budget" 'while true do end' "ran past its budget of 1000000 instructions"
 refuse "no keys in the file" 'providers = { openai = { api_key = "sk-x" } }' "keys do not go in the config file; set api_key_env"
 refuse "data only" 'model = function() end' "config.model is a function; a config file holds data only"
-refuse "unknown settings named" 'modle = "test"' "unknown setting 'modle' (known: mcp_servers, model, model_settings, providers, sandbox)"
+refuse "unknown settings named" 'modle = "test"' "unknown setting 'modle' (known: mcp_servers, model, model_settings, providers, sandbox, traces)"
 refuse "unknown providers named" 'providers = { opneai = {} }' "unknown provider 'opneai' (known: anthropic, openai)"
 refuse "bad backends named" 'sandbox = { backend = "docker" }' "unknown backend 'docker' (known: local, modal)"
 refuse "MCP servers need a command or url" 'mcp_servers = { fs = {} }' "give exactly one of command"

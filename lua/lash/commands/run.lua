@@ -39,10 +39,22 @@ options:
   --output-schema FILE
                    the answer must be JSON matching the JSON Schema in FILE
                    (validated, retried on mismatch; printed as JSON)
+  --continue, -c   continue the most recent saved session: its messages
+                   are the history of this run, which is added to it
+  --resume ID      continue saved session ID (or a unique prefix of it);
+                   without a PROMPT, a session whose last turn's tool calls
+                   never finished (killed, or stopped for approval) runs
+                   them now (with --yes for those needing approval)
+  --no-save        do not record this run (LASH_NO_SAVE=1 does the same)
+
+Every run is saved (spec, model, each message as it enters the history,
+usage, outcome) in $LASH_SESSIONS_DB, else $XDG_STATE_HOME/lash/sessions.db
+(~/.local/state/lash/sessions.db); see `lash sessions`.
 
 environment: LASH_MODEL (default --model), LASH_SANDBOX_BACKEND (default
 --backend), LASH_CONFIG (the config file; see `lash config show`),
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL,
+OTEL_EXPORTER_OTLP_ENDPOINT (export traces; see README "Traces"),
 NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
 (sandbox attach/release notes on stderr), AIRFLOW_CTX_* (owner and holder
 under Airflow), LASH_SHUTDOWN_TIMEOUT.
@@ -90,6 +102,9 @@ local function parse_args(args, cli)
       o.files = o.files or {}
       o.files[#o.files + 1] = value(a)
     elseif a == "--output-schema" then o.output_schema = value(a)
+    elseif a == "--continue" or a == "-c" then o.continue = true
+    elseif a == "--resume" then o.resume = value(a)
+    elseif a == "--no-save" then o.no_save = true
     elseif a == "--" then
       for j = i + 1, #args do o.positional[#o.positional + 1] = args[j] end
       break
@@ -187,6 +202,77 @@ function M.ask_elicitation(call)
   return { allow = true, args = args }
 end
 
+-- The saved session this run continues (--continue/--resume), or nil.
+local function continued(o, sessions)
+  if not (o.continue or o.resume) then return nil end
+  local store = sessions.open()
+  local ref = o.resume
+  if not ref then
+    ref = store:latest()
+    if not ref then
+      store:close()
+      return nil, "no saved session to continue (lash sessions list shows them)"
+    end
+  end
+  local session, err = store:resume(ref)
+  if not session then
+    store:close()
+    return nil, err
+  end
+  return session
+end
+
+local function abspath(p)
+  if p:sub(1, 1) == "/" then return p end
+  local cwd = os.getenv("PWD")
+  return cwd and (cwd .. "/" .. p) or p
+end
+
+-- Record the run in `session` (nil: not saved): the history it starts
+-- from, an on_message that commits each message, and finish(outcome).
+local function recorder(session, cli)
+  if not session then return function() end, function() end end
+  local warned = false
+  local function warn(err)
+    if warned then return end
+    warned = true
+    cli.err("lash run: warning: cannot save to the session: ",
+            tostring(type(err) == "table" and err.message or err), " (kept in memory and retried)\n")
+  end
+  local on_message = function(msg)
+    local ok, err = session:record(msg)
+    if not ok then warn(err) end
+  end
+  local finish = function(outcome)
+    local ok, err = session:close_run(outcome)
+    if not ok then
+      cli.err("lash run: warning: the session ", tostring(session.id), " could not be finished: ",
+              tostring(type(err) == "table" and err.message or err),
+              session.pending and #session.pending > 0
+                and (" (" .. #session.pending .. " message(s) not saved)") or "", "\n")
+    end
+    if session.forked_from then
+      cli.err("lash run: note: session ", session.forked_from, " was continued by another run at the same time; ",
+              "this run is saved as session ", session.id, "\n")
+    end
+    session.store:close()
+  end
+  return on_message, finish
+end
+
+--- The trace exporter the environment and config ask for, or nil (none
+-- asked; bad settings are a warning, never a failed run).
+function M.trace_exporter(config, cli)
+  local trace = require "lash.trace"
+  local c = config.get() or {}
+  local settings, err = trace.settings(c.traces)
+  if not settings then
+    if err then cli.err("lash: warning: traces are off: ", err, "\n") end
+    return nil
+  end
+  return trace.exporter(settings, function(msg) cli.err("lash: warning: traces: ", msg, "\n") end)
+end
+
 function M.main(args, cli)
   local o = parse_args(args, cli)
   local spec_path = o.positional[1]
@@ -207,14 +293,56 @@ function M.main(args, cli)
   if not agent then
     return { kind = "spec", message = "cannot load the spec: " .. tostring(err) }
   end
+  local sessions = require "lash.sessions"
+  local session, serr = continued(o, sessions)
+  if serr then return { kind = "usage", message = serr } end
+  local history = session and json.copy(session.history) or nil
+  local dangling = history and sessions.dangling_calls(history) or {}
   local prompt = read_prompt(o, render)
-  if not prompt then cli.usage_error("missing the prompt (give it after the spec, or on standard input)") end
+  if not prompt and #dangling == 0 then
+    cli.usage_error("missing the prompt (give it after the spec, or on standard input)")
+  end
   local opts = {}
   local perr
-  prompt, opts.output, perr = M.prompt_and_output(prompt, o)
-  if perr then cli.usage_error(perr) end
+  if prompt then
+    prompt, opts.output, perr = M.prompt_and_output(prompt, o)
+    if perr then cli.usage_error(perr) end
+  end
   local defaults = config.run_defaults(agent, o)
   opts.model, opts.model_settings = defaults.model, defaults.model_settings
+  local save = not o.no_save and not (os.getenv("LASH_NO_SAVE") or ""):match("^[1ty]")
+  if not save and session then
+    session.store:close()
+    session = nil
+  elseif save then
+    local label = require("lash.agent").model_label(opts.model or agent.model)
+    local fresh = not session
+    local ok, e = pcall(function()
+      if fresh then
+        session = sessions.open():start { kind = "run", spec = abspath(spec_path), agent = agent.name, model = label }
+      end
+      session:begin { prompt = type(prompt) == "string" and prompt or o.positional[2], model = label }
+    end)
+    if not ok then
+      -- a place lash may not write (a read-only home) is no reason to refuse
+      -- the work: say so and run unsaved; a damaged, newer or locked file is
+      -- refused, so nothing is written past what lash cannot read back
+      local code = type(e) == "table" and e.code
+      if not (fresh and (code == "cantopen" or code == "perm" or code == "readonly")) then error(e, 0) end
+      cli.err("lash run: warning: this run is not saved: ", tostring(e.message), "\n")
+      if session then session.store:close() end
+      session = nil
+    end
+  end
+  local on_message, finish = recorder(session, cli)
+  if prompt and #dangling > 0 then
+    -- moving on with a new prompt: the calls that never returned are answered first
+    local closing = sessions.interrupted_results(dangling)
+    history[#history + 1] = closing
+    on_message(closing)
+  end
+  opts.history = history
+  opts.on_message = on_message
   if o.max_steps then opts.limits = { max_steps = o.max_steps } end
   if o.deps then
     local deps, derr = json.try_decode(o.deps)
@@ -227,10 +355,31 @@ function M.main(args, cli)
   local printer = render.new { json = o.json, write = function(s) cli.out(s) io.stdout:flush() end,
                                tty = (not o.json) and render.is_tty(1) }
   opts.on_event = printer:handler()
+  local exporter = M.trace_exporter(config, cli)
+  if exporter then
+    local rt = exporter:run_tracer { agent = agent.name, model = require("lash.agent").model_label(opts.model or agent.model),
+                                     conversation = session and session.id, spec = spec_path }
+    local print_event, save_message = opts.on_event, opts.on_message
+    opts.on_event = function(ev) print_event(ev); rt.on_event(ev) end
+    opts.on_message = function(msg, i) save_message(msg, i); rt.on_message(msg) end
+  end
   local lash = require "lash"
   local ok, res = pcall(function() return agent:start(prompt, opts):join() end)
   -- the spinner line goes whatever happened (a signal included)
   printer:close()
+  local sid = session and session.id
+  if ok then
+    finish { status = res.stop_reason, stop_reason = res.stop_reason, usage = res.usage }
+  else
+    local e = res
+    finish { status = (type(e) == "table" and e.kind == "cancelled") and "cancelled" or "error",
+             error_kind = type(e) == "table" and tostring(e.kind) or "error",
+             error_message = type(e) == "table" and tostring(e.message) or tostring(e),
+             usage = type(e) == "table" and rawget(e, "usage") or nil }
+  end
+  sid = session and session.id or sid
+  -- what is still queued goes now (bounded by the export timeout)
+  if exporter then exporter:shutdown() end
   if not ok then
     local e = res
     local out = cli.outcome(e)
@@ -246,15 +395,17 @@ function M.main(args, cli)
       cli.err("lash run: ", tostring(e), "\n")
     end
     out.printed = not (type(e) == "table" and e.kind == "cancelled")
+    out.session = sid
     return out
   end
   lash.run()
   if res.stop_reason == "approval_required" then
-    return { kind = "approval", stop_reason = res.stop_reason,
+    return { kind = "approval", stop_reason = res.stop_reason, session = sid,
              message = "stopped: " .. tostring(#res.pending)
-               .. " tool call(s) need approval (run with --yes to allow them)" }
+               .. " tool call(s) need approval (run with --yes to allow them"
+               .. (sid and ("; lash run " .. spec_path .. " --resume " .. sid .. " --yes runs them") or "") .. ")" }
   end
-  return { kind = "ok", exit_code = 0, stop_reason = res.stop_reason }
+  return { kind = "ok", exit_code = 0, stop_reason = res.stop_reason, session = sid }
 end
 
 return M
