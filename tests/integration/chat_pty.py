@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -107,6 +108,19 @@ class Chat:
                 return True
             if self.eof or time.time() > deadline:
                 return False
+            self.pump(0.2)
+
+    def expect_re(self, pattern):
+        """Wait for a regex after what was read; returns the match or None."""
+        rx = re.compile(pattern.encode())
+        deadline = time.time() + HANG
+        while True:
+            m = rx.search(self.out, self.pos)
+            if m:
+                self.pos = m.end()
+                return m
+            if self.eof or time.time() > deadline:
+                return None
             self.pump(0.2)
 
     def prompt(self):
@@ -203,8 +217,8 @@ if SANDBOX:
     check("Ctrl-C cancels the turn", c.expect("turn cancelled"), c.recent())
     check("... and the sandbox command is killed", started and until(lambda: not running(MARK)))
     c.line("count")
-    check("the session goes on, with the conversation as before the cancelled turn",
-          c.expect("you said: count (history 3)"), c.recent())
+    check("the session goes on; the cancelled turn stays, its call answered as interrupted",
+          c.expect("you said: count (history 6)"), c.recent())
     # the terminal's Ctrl-C reaches the whole foreground group, the jail's
     # bwrap too; SIGINT to lash alone shows that lash itself kills the command
     c.line("sleep")
@@ -213,13 +227,15 @@ if SANDBOX:
     check("SIGINT to lash alone cancels the turn", started and c.expect("turn cancelled"), c.recent())
     check("... and lash kills the sandbox command", started and until(lambda: not running(MARK)))
     c.line("/reset")
+    m = c.expect_re(r"the last one is saved as session ([0-9a-f]{12})")
+    cancelled_sid = m.group(1).decode() if m else "none"
     c.line("count")
     c.expect("you said: count (history 1)")
     c.line("count")
     c.expect("you said: count (history 3)")
 else:
     for d in ("a sandbox command starts", "Ctrl-C cancels the turn", "... and the sandbox command is killed",
-              "the session goes on after a cancelled turn", "SIGINT to lash alone cancels the turn",
+              "the session goes on; the cancelled turn stays, its call answered as interrupted", "SIGINT to lash alone cancels the turn",
               "... and lash kills the sandbox command"):
         skip(d, "no bubblewrap jail here")
 
@@ -233,15 +249,17 @@ if SANDBOX:
 else:
     skip("/tools lists the sandbox capability's tools", "no bubblewrap jail here")
 c.line("/help")
-check("/help lists the commands", c.expect("/reset") and c.expect("/tools") and c.expect("/save FILE"),
+check("/help lists the commands", c.expect("/reset") and c.expect("/tools") and c.expect("/save [FILE]"),
       c.recent())
 c.line("/bogus")
 check("an unknown command gets a clear message", c.expect("unknown command /bogus: type /help"), c.recent())
 c.line("/save")
-check("/save without a file says what to give", c.expect("give a file name"), c.recent())
+m = c.expect_re(r"saved as session ([0-9a-f]{12}): `lash chat \S+ --resume \1` continues it")
+sid = m.group(1).decode() if m else "none"
+check("/save says which saved session holds the chat", m is not None, c.recent())
 saved = os.path.join(T, "conv.json")
 c.line("/save " + saved)
-check("/save FILE says where", c.expect("saved 4 messages to " + saved), c.recent())
+check("/save FILE writes the conversation there", c.expect("wrote 4 messages to " + saved), c.recent())
 try:
     doc = json.load(open(saved))
     texts = [p.get("text") for m in doc["messages"] for p in m["parts"]]
@@ -278,6 +296,17 @@ check("the next turn uses the new model (a real OpenAI stream from the fake serv
 c.prompt()
 c.send("\x04")
 check("Ctrl-D exits 0", c.wait() == 0, f"status {c.status}\n" + c.recent())
+check("... saying where the session is saved", f"saved as session {sid}".encode() in c.out, c.recent())
+show = subprocess.run([LASH, "sessions", "show", sid], env=base_env(), capture_output=True, text=True).stdout
+check("the chat is recorded as a saved session (lash sessions show)",
+      f"session {sid} (chat)" in show and "Hello there, how may I assist you today?" in show, show)
+if SANDBOX:
+    show = subprocess.run([LASH, "sessions", "show", cancelled_sid], env=base_env(), capture_output=True,
+                          text=True).stdout
+    check("a cancelled turn is recorded as cancelled, its call as interrupted",
+          "run 2: cancelled" in show and "run 4: cancelled" in show and "did not finish" in show, show)
+else:
+    skip("a cancelled turn is recorded as cancelled, its call as interrupted", "no bubblewrap jail here")
 
 hist = os.path.join(T, "state", "lash", "chat_history")
 check("the history is kept under $XDG_STATE_HOME/lash/", os.path.exists(hist))
@@ -285,12 +314,17 @@ check("... private (0600)", os.path.exists(hist) and stat.S_IMODE(os.stat(hist).
       oct(os.stat(hist).st_mode) if os.path.exists(hist) else "missing")
 
 # ---- session 2: the history persists; NO_COLOR; Ctrl-C twice ---------------
-c = Chat(base_env(NO_COLOR="1"))
+c = Chat(base_env(NO_COLOR="1"), ["--continue"])
+m = c.expect_re(r"session ([0-9a-f]{12}) \((\d+) messages\)")
+check("--continue goes on with the last session", m is not None and m.group(1).decode() == sid, c.recent())
 c.prompt()
 c.send("\x1b[A")
 check("a new session recalls the last session's last line", c.expect("hi"), c.recent())
 c.send("\x01\x0b/tools\r")
 check("a line typed after recalling one", c.expect("echo a word back"), c.recent())
+c.line("count")
+n_before = int(m.group(2)) if m else -1
+check("... with its conversation", c.expect(f"you said: count (history {n_before + 1})"), c.recent())
 c.line("tool")
 c.expect("after echo_tool")
 check("NO_COLOR: no colour at all", b"\x1b[36m" not in c.out and b"\x1b[2m" not in c.out
@@ -318,6 +352,10 @@ p = subprocess.run([LASH, "chat", "--trust", SPEC], input="fail\ncount\n", env=b
 check("piped: a failed turn ends the session with its exit code (7: provider)", p.returncode == 7,
       f"rc {p.returncode}\n" + p.stdout + p.stderr)
 check("piped: ... and says why", "scripted failure" in p.stdout + p.stderr and "you said" not in p.stdout,
+      p.stdout + p.stderr)
+p = subprocess.run([LASH, "chat", "--trust", SPEC, "--no-save"], input="/save\n", env=base_env(),
+                   capture_output=True, text=True, timeout=HANG)
+check("--no-save: /save without a file says to give one", "give a file name" in p.stdout + p.stderr,
       p.stdout + p.stderr)
 p = subprocess.run([LASH, "chat"], input="", env=base_env(), capture_output=True, text=True, timeout=HANG)
 check("no spec: a usage error (2)", p.returncode == 2 and "missing the agent spec" in p.stderr, p.stderr)

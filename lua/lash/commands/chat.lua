@@ -32,7 +32,9 @@ commands (at the prompt):
   /reset           forget the conversation (start a new one)
   /model [M]       show the model, or use M from the next turn on
   /tools           list the tools the agent offers
-  /save FILE       write the conversation to FILE (JSON)
+  /save [FILE]     say where the conversation is saved (every turn is
+                   recorded in the sessions database), and with FILE also
+                   write it there as JSON
   /exit            end the session (also Ctrl-D)
 
 keys: line editing and history (up/down arrows) from libedit (emacs
@@ -50,6 +52,14 @@ options:
   --trust          load a Lua spec with the full standard library
   --backend B      the sandbox backend (local, modal) instead of the spec's
   --no-history     do not read or write the input history file
+  --continue, -c   continue the most recent saved session
+  --resume ID      continue saved session ID (or a unique prefix of it)
+  --no-save        do not record this session (also LASH_NO_SAVE=1)
+
+Every turn is recorded as it happens (spec, model, messages, usage,
+outcome) in the sessions database, as `lash run` records its runs; see
+`lash sessions`. A cancelled turn stays in the conversation, its
+unfinished tool calls answered as interrupted, so the model knows.
 
 The input history is $XDG_STATE_HOME/lash/chat_history (default
 ~/.local/state/lash/chat_history), mode 0600. When standard input is not a
@@ -64,7 +74,7 @@ local HELP = [[
 /reset           forget the conversation
 /model [M]       show the model, or switch to M for the next turns
 /tools           list the agent's tools
-/save FILE       write the conversation to FILE (JSON)
+/save [FILE]     say which saved session this is; with FILE also write it there (JSON)
 /exit            end the session (or Ctrl-D)
 Ctrl-C cancels a running turn; twice at an empty prompt it ends the session.]]
 
@@ -96,6 +106,9 @@ local function parse_args(args, cli)
     elseif a == "--trust" then o.trust = true
     elseif a == "--backend" then o.backend = value(a)
     elseif a == "--no-history" then o.no_history = true
+    elseif a == "--continue" or a == "-c" then o.continue = true
+    elseif a == "--resume" then o.resume = value(a)
+    elseif a == "--no-save" then o.no_save = true
     elseif a == "--" then
       for j = i + 1, #args do o.positional[#o.positional + 1] = args[j] end
       break
@@ -197,6 +210,59 @@ function Session:ask_elicitation(call)
   return { allow = true, args = args }
 end
 
+-- Saving stops for this session (said once); the chat goes on.
+function Session:save_failed(err)
+  self:say("yellow", "warning: this session is no longer saved: "
+    .. tostring(type(err) == "table" and err.message or err))
+  self.saving = false
+end
+
+-- The saved session this turn is recorded in (started with the first
+-- turn: a chat without turns leaves no session), its run begun; or nil.
+function Session:recording(prompt, label)
+  if not self.saving then return nil end
+  local ok, err = pcall(function()
+    if not self.session then
+      self.session = self.store:start { kind = "chat", spec = self.spec_abs, agent = self.agent.name, model = label }
+    end
+    self.session:begin { prompt = prompt, model = label }
+  end)
+  if not ok then
+    self:save_failed(err)
+    return nil
+  end
+  local rec = self.session
+  if self.unsaved_closing then
+    rec:record(self.unsaved_closing)
+    self.unsaved_closing = nil
+  end
+  return rec
+end
+
+-- Record one message; a failure is said once per turn (record keeps it
+-- and writes it before the next one).
+function Session:record(rec, msg)
+  local ok, err = rec:record(msg)
+  if not ok and not self.record_warned then
+    self.record_warned = true
+    self:say("yellow", "warning: cannot save to the session: "
+      .. tostring(type(err) == "table" and err.message or err) .. " (kept and retried)")
+  end
+end
+
+function Session:close_run(rec, outcome)
+  local ok, err = rec:close_run(outcome)
+  if not ok then
+    self:say("yellow", "warning: the session " .. tostring(rec.id) .. " could not be finished: "
+      .. tostring(type(err) == "table" and err.message or err))
+  end
+  if rec.forked_from and not self.fork_said then
+    self.fork_said = true
+    self:say("dim", "note: session " .. rec.forked_from .. " was continued elsewhere at the same time; "
+      .. "this chat goes on as session " .. rec.id)
+  end
+end
+
 function Session:cancel_turn()
   if self.turn_task then
     self.cancelled = true
@@ -209,6 +275,9 @@ end
 function Session:turn(prompt)
   local lash = require "lash"
   local render = require "lash.render"
+  local label = self:model_label()
+  local rec = self:recording(prompt, label)
+  self.record_warned = false
   local printer = render.new { write = self.out, tty = self.tty_out }
   local handle = printer:handler()
   local opts = {
@@ -220,6 +289,14 @@ function Session:turn(prompt)
       handle(ev)
     end,
   }
+  if rec then opts.on_message = function(msg) self:record(rec, msg) end end
+  if self.exporter then
+    local rt = self.exporter:run_tracer { agent = self.agent.name, model = label,
+                                          conversation = rec and rec.id, spec = self.spec_path }
+    local print_event, save_message = opts.on_event, opts.on_message
+    opts.on_event = function(ev) print_event(ev); rt.on_event(ev) end
+    opts.on_message = function(msg, i) if save_message then save_message(msg, i) end rt.on_message(msg) end
+  end
   if self.yes then
     opts.approve = function() return true end
   else
@@ -230,6 +307,7 @@ function Session:turn(prompt)
   local ok, task = pcall(self.agent.start, self.agent, prompt, opts)
   if not ok then
     printer:close()
+    if rec then self:close_run(rec, { status = "error", error_kind = "usage", error_message = tostring(task) }) end
     self:say("red", "✗ " .. tostring(type(task) == "table" and task.message or task))
     return nil
   end
@@ -247,18 +325,39 @@ function Session:turn(prompt)
   if jok then
     self.history = res.messages
     self.turns = self.turns + 1
+    if rec then self:close_run(rec, { status = res.stop_reason, stop_reason = res.stop_reason, usage = res.usage }) end
     if res.stop_reason == "approval_required" then
       self:say("yellow", "the turn stopped with tool calls waiting for approval")
     end
     return nil
   end
   local e = res
+  local cancelled = lash.is_error(e, "cancelled")
+  -- what the turn got to stays in the conversation (as it is saved), its
+  -- unfinished tool calls answered as interrupted
+  local got = type(e) == "table" and rawget(e, "messages")
+  if type(got) == "table" then
+    self.history = got
+    local sessions = require "lash.sessions"
+    local dangling = sessions.dangling_calls(got)
+    if #dangling > 0 then
+      local closing = sessions.interrupted_results(dangling)
+      got[#got + 1] = closing
+      if rec then self:record(rec, closing) end
+    end
+  end
+  if rec then
+    self:close_run(rec, { status = cancelled and "cancelled" or "error",
+                          error_kind = type(e) == "table" and tostring(e.kind) or "error",
+                          error_message = type(e) == "table" and tostring(e.message) or tostring(e),
+                          usage = type(e) == "table" and rawget(e, "usage") or nil })
+  end
   local host = self.cli.host
   if host and host.signal and host.signal() then
     return { kind = "cancelled", exit_code = 1, message = "stopped" }
   end
-  if lash.is_error(e, "cancelled") then
-    self:say("yellow", "turn cancelled: the conversation is as it was before it")
+  if cancelled then
+    self:say("yellow", "turn cancelled (the model will see that its unfinished tool calls were interrupted)")
     return nil
   end
   local o = self.cli.outcome(e)
@@ -332,7 +431,11 @@ function Session:command(line)
     self.out(HELP .. "\n")
   elseif name == "reset" then
     self.history = {}
-    self:say("dim", "conversation cleared: the next line starts a new one")
+    self.unsaved_closing = nil
+    local was = self.session and self.session.id
+    self.session = nil
+    self:say("dim", "conversation cleared: the next line starts a new one"
+      .. (was and (" (the last one is saved as session " .. was .. ")") or ""))
   elseif name == "model" then
     if rest == "" then
       self.out("model: " .. self:model_label() .. "\n")
@@ -348,11 +451,23 @@ function Session:command(line)
   elseif name == "tools" then
     self.out(self:tools() .. "\n")
   elseif name == "save" then
-    local ok, err = self:save(rest)
-    if ok then
-      self.out(string.format("saved %d message%s to %s\n", #self.history, #self.history == 1 and "" or "s", rest))
-    else
-      self:say("red", err)
+    if self.session then
+      local pending = self.session.pending and #self.session.pending or 0
+      self.out("saved as session " .. self.session.id .. ": `lash chat " .. self.spec_path .. " --resume "
+        .. self.session.id .. "` continues it"
+        .. (pending > 0 and (" (" .. pending .. " message(s) not written yet)") or "") .. "\n")
+    elseif rest == "" then
+      self:say("red", self.saving and "nothing to save yet: the session is recorded from its first turn"
+        .. " (or give a file: /save FILE writes the conversation there as JSON)"
+        or "this session is not recorded (--no-save): give a file name, /save FILE, to write the conversation there as JSON")
+    end
+    if rest ~= "" then
+      local ok, err = self:save(rest)
+      if ok then
+        self.out(string.format("wrote %d message%s to %s\n", #self.history, #self.history == 1 and "" or "s", rest))
+      else
+        self:say("red", err)
+      end
     end
   elseif name == "exit" or name == "quit" then
     return "exit"
@@ -403,6 +518,43 @@ function Session:loop()
   end
 end
 
+--- Open the sessions database for `s` (unless --no-save or LASH_NO_SAVE),
+-- and with --continue/--resume load the session to go on with. Returns
+-- nil, or an outcome when the chat cannot start.
+function M.open_sessions(s, o)
+  local sessions = require "lash.sessions"
+  local no_save = o.no_save or (os.getenv("LASH_NO_SAVE") or ""):match("^[1ty]")
+  if no_save and (o.continue or o.resume) then
+    return { kind = "usage", exit_code = 2, message = "--no-save cannot be combined with --continue or --resume" }
+  end
+  if no_save then return nil end
+  local ok, store = pcall(sessions.open)
+  if not ok then
+    local code = type(store) == "table" and store.code
+    if (code == "cantopen" or code == "perm" or code == "readonly") and not (o.continue or o.resume) then
+      -- a place lash may not write is no reason to refuse the chat
+      s:say("yellow", "warning: this session is not saved: " .. tostring(store.message))
+      return nil
+    end
+    return s.cli.outcome(store)
+  end
+  s.store, s.saving = store, true
+  if not (o.continue or o.resume) then return nil end
+  local ref = o.resume or store:latest()
+  if not ref then return { kind = "usage", exit_code = 2, message = "no saved session to continue (lash sessions list shows them)" } end
+  local session, err = store:resume(ref)
+  if not session then return { kind = "usage", exit_code = 2, message = err } end
+  s.session = session
+  s.history = require("lash.json").copy(session.history)
+  local dangling = sessions.dangling_calls(s.history)
+  if #dangling > 0 then
+    -- the calls that never returned are answered before the next prompt
+    s.unsaved_closing = sessions.interrupted_results(dangling)
+    s.history[#s.history + 1] = s.unsaved_closing
+  end
+  return nil
+end
+
 function M.main(args, cli)
   local o = parse_args(args, cli)
   local spec_path = o.positional[1]
@@ -446,15 +598,29 @@ function M.main(args, cli)
       return "\27[" .. codes[style] .. "m" .. str .. "\27[0m"
     end,
   }, Session)
+  s.spec_path = spec_path
+  s.spec_abs = spec_path:sub(1, 1) == "/" and spec_path or ((os.getenv("PWD") or ".") .. "/" .. spec_path)
+  local serr = M.open_sessions(s, o)
+  if serr then return serr end
+  s.exporter = require("lash.commands.run").trace_exporter(config, cli)
   local edit, herr = term.open { history = (not o.no_history) and M.history_path() or nil }
   s.interactive = edit
   if herr then s:say("yellow", "warning: " .. herr .. "; the history is not kept") end
   if s.interactive then
     s:say("dim", "● " .. tostring(agent.name) .. " · " .. s:model_label()
+      .. (s.session and (" · session " .. s.session.id .. " (" .. #s.history .. " messages)") or "")
       .. " · /help for commands, Ctrl-D to exit")
   end
   local ok, res = pcall(s.loop, s)
   term.close()
+  if s.exporter then s.exporter:shutdown() end
+  if s.store then
+    if s.session and s.interactive and ok then
+      s:say("dim", "saved as session " .. s.session.id .. " (lash chat " .. spec_path .. " --resume "
+        .. s.session.id .. " continues it)")
+    end
+    s.store:close()
+  end
   if not ok then error(res, 0) end
   return res
 end
