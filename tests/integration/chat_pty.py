@@ -10,6 +10,7 @@ check waits for a state (text on the screen, a file, a process) and the
 scripted model blocks on a gate file where the test needs it to.
 """
 
+import atexit
 import fcntl
 import json
 import os
@@ -63,6 +64,19 @@ def base_env(**extra):
     return env
 
 
+LIVE = []
+
+
+@atexit.register
+def stop_all():
+    # a check that threw or hung leaves no lash (or sandbox command) behind
+    for chat in LIVE:
+        try:
+            chat.stop()
+        except OSError:
+            pass
+
+
 class Chat:
     """`lash chat` on a pty; `out` is everything it wrote, `pos` how far
     the checks have read."""
@@ -75,6 +89,7 @@ class Chat:
             finally:
                 os._exit(127)
         self.pid, self.fd = pid, fd
+        LIVE.append(self)
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
         self.out = b""
         self.pos = 0
@@ -146,9 +161,24 @@ class Chat:
                 self.status = os.waitstatus_to_exitcode(st)
                 return self.status
             self.pump(0.1)
-        os.kill(self.pid, 9)
-        os.waitpid(self.pid, 0)
+        self.stop()
         return "hung"
+
+    def stop(self):
+        """End a session that did not exit: SIGTERM first, so lash still
+        kills its sandbox commands; SIGKILL if even that hangs."""
+        if self.status is not None:
+            return
+        os.kill(self.pid, signal.SIGTERM)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if os.waitpid(self.pid, os.WNOHANG)[0]:
+                self.status = "stopped"
+                return
+            self.pump(0.1)
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        self.status = "killed"
 
 
 def until(pred):
