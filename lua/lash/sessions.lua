@@ -23,6 +23,7 @@
 --   s:append(message)                            -- as each message enters the history
 --   s:finish{ status = "complete", usage = {...} } -- the run ends
 --   local again = store:resume(s.id)             -- again.history: the stored messages
+--   s:set_title("name")                          -- e.g. a chat's /save
 --   store:list(), store:load(id), store:remove(id), store:close()
 -- @module lash.sessions
 local json = require "lash.json"
@@ -349,7 +350,7 @@ Session.__name = "lash.sessions.session"
 
 local function title_of(prompt)
   if type(prompt) ~= "string" then return nil end
-  local t = prompt:gsub("%s+", " "):gsub("^ ", "")
+  local t = prompt:gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")
   if #t > 80 then t = t:sub(1, 77):gsub("[\128-\191]*$", ""):gsub("[\192-\255]$", "") .. "..." end
   return t
 end
@@ -495,6 +496,14 @@ function Session:finish(o)
   end)
   self.base_run = self.run_n
   self.run_n = nil
+end
+
+--- Name the session (shown by `lash sessions list`; e.g. chat's /save).
+function Session:set_title(title)
+  local t = now_ms()
+  self.store:transaction(function()
+    self.store:query("UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?", title_of(title), t, self.id)
+  end)
 end
 
 --- Like append, but never raises: a message that cannot be written now

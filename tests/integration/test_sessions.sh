@@ -149,6 +149,63 @@ check "the unfinished call was answered as interrupted, and saved" \
   "This call did not finish"
 check "the session now ends complete" "$("$LASH" sessions show "$latest" --json | py 'v["runs"][-1]["status"]')" "complete"
 
+# -- the same with a real sandbox: SIGKILL while the jail's command sleeps
+probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
+if [ "$probe" = yes ]; then
+  mark="sleep 9$$"
+  cat > "$T/jail.lua" <<LUA
+local lash = require "lash"
+return lash.agent {
+  name = "jailed",
+  model = function(messages)
+    local last = messages[#messages]
+    local p = last.parts[#last.parts]
+    if last.role == "user" and p.type == "text" and p.text == "sleep" then
+      return { text = "Running the long command.", tool_calls = { { name = "run_command", id = "call_sleep",
+               args = { command = "echo begun > /tmp/x; $mark" } } } }
+    end
+    local seen = {}
+    for _, m in ipairs(messages) do seen[#seen + 1] = m.role .. ":" .. m.parts[1].type end
+    return "saw " .. table.concat(seen, " ")
+  end,
+  capabilities = { lash.sandbox_capability { sandbox_timeout = 300, default_command_timeout = 120 } },
+}
+LUA
+  mkdir -p "$T/sbx"; chmod 711 "$T"
+  LASH_SANDBOX_ROOT=$T/sbx "$LASH" run "$T/jail.lua" sleep --json </dev/null > "$T/jail.out" 2>&1 & jpid=$!; PIDS+=($jpid)
+  for _ in $(seq 600); do pgrep -f "$mark" >/dev/null && break; sleep 0.1; done
+  if pgrep -f "$mark" >/dev/null; then
+    kill -9 "$jpid"; wait "$jpid" 2>/dev/null
+    ok "a run was SIGKILLed while its sandbox command slept"
+    for _ in $(seq 100); do pgrep -f "$mark" >/dev/null || break; sleep 0.1; done
+    check "the jail died with lash (nothing left running)" "$(pgrep -f "$mark" | wc -l)" "0"
+    js=$("$LASH" sessions list --json | py 'v[0]["id"]')
+    check "the prompt and the model's turn with the sandbox call were kept" \
+      "$("$LASH" sessions show "$js" --json | py '" ".join(m["role"] for m in v["messages"]) + " " + v["messages"][1]["parts"][1]["name"]')" \
+      "user assistant run_command"
+    out=$(LASH_SANDBOX_ROOT=$T/sbx "$LASH" run "$T/jail.lua" --continue "go on" --json </dev/null 2>&1); rc=$?
+    check "--continue in a new sandbox succeeds" "$rc" "0"
+    contains "and the model was sent everything said before the kill" "$out" \
+      "saw user:text assistant:text user:tool_result user:text"
+  else
+    not_ok "the sandbox command never started" "$(cat "$T/jail.out")"
+  fi
+else
+  n=$((n + 1)); echo "ok $n - # SKIP no bubblewrap jail here: the sandboxed SIGKILL case"
+fi
+
+# -- SIGTERM mid-run: lash cancels, and the session says so
+mkdir -p "$T/term"
+MARK=$T/term "$LASH" run "$T/agent.lua" --trust start --json </dev/null > "$T/term.out" 2>&1 & tpid=$!; PIDS+=($tpid)
+wait_for "$T/term/started" && kill -TERM "$tpid"
+wait "$tpid"; rc=$?
+check "SIGTERM mid-run exits 143" "$rc" "143"
+tsid=$(exit_line < "$T/term.out" | py 'v["session"]')
+check "the exit line still names the session" "${#tsid}" "12"
+check "the run is saved as cancelled, with what was said" \
+  "$("$LASH" sessions show "$tsid" --json | py 'v["runs"][-1]["status"] + " " + " ".join(m["role"] for m in v["messages"])')" \
+  "cancelled user assistant"
+
 # -- an approval stop, resumed without a prompt by --resume ID --yes
 out=$("$LASH" run "$T/agent.lua" --trust approve --json </dev/null 2>/dev/null); rc=$?
 check "a call needing approval stops the run (exit 9)" "$rc" "9"
