@@ -279,7 +279,7 @@ if SANDBOX:
 else:
     skip("/tools lists the sandbox capability's tools", "no bubblewrap jail here")
 c.line("/help")
-check("/help lists the commands", c.expect("/reset") and c.expect("/tools") and c.expect("/save [FILE]"),
+check("/help lists the commands", c.expect("/reset") and c.expect("/tools") and c.expect("/save [TITLE]") and c.expect("/export FILE"),
       c.recent())
 c.line("/bogus")
 check("an unknown command gets a clear message", c.expect("unknown command /bogus: type /help"), c.recent())
@@ -287,9 +287,13 @@ c.line("/save")
 m = c.expect_re(r"saved as session ([0-9a-f]{12}): `lash chat \S+ --resume \1` continues it")
 sid = m.group(1).decode() if m else "none"
 check("/save says which saved session holds the chat", m is not None, c.recent())
+c.line("/save my chat")
+check("/save TITLE names it", c.expect(f'saved as session {sid} "my chat"'), c.recent())
+c.line("/export")
+check("/export without a file says what to give", c.expect("give a file name: /export FILE"), c.recent())
 saved = os.path.join(T, "conv.json")
-c.line("/save " + saved)
-check("/save FILE writes the conversation there", c.expect("wrote 4 messages to " + saved), c.recent())
+c.line("/export " + saved)
+check("/export FILE writes the conversation there", c.expect("wrote 4 messages to " + saved), c.recent())
 try:
     doc = json.load(open(saved))
     texts = [p.get("text") for m in doc["messages"] for p in m["parts"]]
@@ -328,6 +332,8 @@ c.send("\x04")
 check("Ctrl-D exits 0", c.wait() == 0, f"status {c.status}\n" + c.recent())
 check("... saying where the session is saved", f"saved as session {sid}".encode() in c.out, c.recent())
 show = subprocess.run([LASH, "sessions", "show", sid], env=base_env(), capture_output=True, text=True).stdout
+lst = subprocess.run([LASH, "sessions", "list"], env=base_env(), capture_output=True, text=True).stdout
+check("... listed with its title", any(l.startswith(sid) and l.rstrip().endswith("my chat") for l in lst.splitlines()), lst)
 check("the chat is recorded as a saved session (lash sessions show)",
       f"session {sid} (chat)" in show and "Hello there, how may I assist you today?" in show, show)
 if SANDBOX:
@@ -385,7 +391,7 @@ check("piped: ... and says why", "scripted failure" in p.stdout + p.stderr and "
       p.stdout + p.stderr)
 p = subprocess.run([LASH, "chat", "--trust", SPEC, "--no-save"], input="/save\n", env=base_env(),
                    capture_output=True, text=True, timeout=HANG)
-check("--no-save: /save without a file says to give one", "give a file name" in p.stdout + p.stderr,
+check("--no-save: /save says the session is not recorded", "not recorded (--no-save" in p.stdout + p.stderr,
       p.stdout + p.stderr)
 p = subprocess.run([LASH, "chat"], input="", env=base_env(), capture_output=True, text=True, timeout=HANG)
 check("no spec: a usage error (2)", p.returncode == 2 and "missing the agent spec" in p.stderr, p.stderr)

@@ -32,9 +32,10 @@ commands (at the prompt):
   /reset           forget the conversation (start a new one)
   /model [M]       show the model, or use M from the next turn on
   /tools           list the tools the agent offers
-  /save [FILE]     say where the conversation is saved (every turn is
-                   recorded in the sessions database), and with FILE also
-                   write it there as JSON
+  /save [TITLE]    say which saved session holds the conversation (every
+                   turn is recorded in the sessions database); TITLE names
+                   it in `lash sessions list`
+  /export FILE     write the conversation to FILE (JSON)
   /exit            end the session (also Ctrl-D)
 
 keys: line editing and history (up/down arrows) from libedit (emacs
@@ -74,7 +75,8 @@ local HELP = [[
 /reset           forget the conversation
 /model [M]       show the model, or switch to M for the next turns
 /tools           list the agent's tools
-/save [FILE]     say which saved session this is; with FILE also write it there (JSON)
+/save [TITLE]    say which saved session this is (every turn is recorded); TITLE names it
+/export FILE     write the conversation to FILE (JSON)
 /exit            end the session (or Ctrl-D)
 Ctrl-C cancels a running turn; twice at an empty prompt it ends the session.]]
 
@@ -407,9 +409,39 @@ function Session:tools()
   return table.concat(lines, "\n")
 end
 
-function Session:save(path)
+-- /save [TITLE]: say which saved session holds the chat (every turn is
+-- already recorded), naming it TITLE when given.
+function Session:save_session(title)
+  if not self.saving then
+    self:say("red", "this session is not recorded (--no-save or LASH_NO_SAVE): /export FILE writes the "
+      .. "conversation to FILE as JSON")
+    return
+  end
+  if not self.session and title == "" then
+    self:say("red", "nothing to save yet: the session is recorded from its first turn (/save TITLE names it now)")
+    return
+  end
+  local ok, err = pcall(function()
+    if not self.session then
+      self.session = self.store:start { kind = "chat", spec = self.spec_abs, agent = self.agent.name,
+                                        model = self:model_label() }
+    end
+    if title ~= "" then self.session:set_title(title) end
+  end)
+  if not ok then
+    self:say("red", "cannot save the session: " .. tostring(type(err) == "table" and err.message or err))
+    return
+  end
+  local pending = self.session.pending and #self.session.pending or 0
+  self.out("saved as session " .. self.session.id .. (title ~= "" and (" \"" .. title .. "\"") or "")
+    .. ": `lash chat " .. self.spec_path .. " --resume " .. self.session.id .. "` continues it"
+    .. (pending > 0 and (" (" .. pending .. " message(s) not written yet, retried with the next)") or "") .. "\n")
+end
+
+-- /export FILE: the conversation as JSON.
+function Session:export(path)
   if not path or path == "" then
-    return nil, "give a file name: /save FILE (the conversation is written there as JSON)"
+    return nil, "give a file name: /export FILE (the conversation is written there as JSON)"
   end
   local json = require "lash.json"
   local doc = { agent = self.agent.name, model = self:model_label(), messages = self.history,
@@ -451,23 +483,13 @@ function Session:command(line)
   elseif name == "tools" then
     self.out(self:tools() .. "\n")
   elseif name == "save" then
-    if self.session then
-      local pending = self.session.pending and #self.session.pending or 0
-      self.out("saved as session " .. self.session.id .. ": `lash chat " .. self.spec_path .. " --resume "
-        .. self.session.id .. "` continues it"
-        .. (pending > 0 and (" (" .. pending .. " message(s) not written yet)") or "") .. "\n")
-    elseif rest == "" then
-      self:say("red", self.saving and "nothing to save yet: the session is recorded from its first turn"
-        .. " (or give a file: /save FILE writes the conversation there as JSON)"
-        or "this session is not recorded (--no-save): give a file name, /save FILE, to write the conversation there as JSON")
-    end
-    if rest ~= "" then
-      local ok, err = self:save(rest)
-      if ok then
-        self.out(string.format("wrote %d message%s to %s\n", #self.history, #self.history == 1 and "" or "s", rest))
-      else
-        self:say("red", err)
-      end
+    self:save_session(rest)
+  elseif name == "export" then
+    local ok, err = self:export(rest)
+    if ok then
+      self.out(string.format("wrote %d message%s to %s\n", #self.history, #self.history == 1 and "" or "s", rest))
+    else
+      self:say("red", err)
     end
   elseif name == "exit" or name == "quit" then
     return "exit"
