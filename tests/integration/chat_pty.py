@@ -372,6 +372,22 @@ c.prompt()
 c.send("\x03")
 check("a second Ctrl-C at an empty prompt exits 130", c.wait() == 130, f"status {c.status}\n" + c.recent())
 
+# ---- SIGTERM stops lash as for `lash run` -----------------------------------
+c = Chat(base_env(LASH_NO_SAVE="1"))
+c.prompt()
+os.kill(c.pid, signal.SIGTERM)
+check("SIGTERM at the prompt exits 143", c.wait() == 143, f"status {c.status}\n" + c.recent())
+if SANDBOX:
+    c = Chat(base_env(LASH_NO_SAVE="1"))
+    c.line("sleep")
+    started = c.expect("▸ run_command") and until(lambda: running(MARK))
+    os.kill(c.pid, signal.SIGTERM)
+    check("SIGTERM mid-tool exits 143", started and c.wait() == 143, f"status {c.status}\n" + c.recent())
+    check("... with the sandbox command killed", started and until(lambda: not running(MARK)))
+else:
+    skip("SIGTERM mid-tool exits 143", "no bubblewrap jail here")
+    skip("... with the sandbox command killed", "no bubblewrap jail here")
+
 # ---- stdin not a terminal: scripted line by line ----------------------------
 p = subprocess.run([LASH, "chat", "--trust", SPEC], input="tool\napprove\ny\n/model\ncount\n", env=base_env(),
                    capture_output=True, text=True, timeout=HANG * 2)
