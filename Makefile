@@ -61,14 +61,14 @@ $(BUILD)/lash/core.so: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs libcurl yaml-0.1 sqlite3) -lm
 
-# The program's own terminal code (src/cli/: `lash chat`'s line editor)
-# links libedit; the libraries never do.
+# The program's own terminal code (src/cli/: `lash chat`'s line editor;
+# it loads libedit when a chat starts); the libraries never have it.
 CLI_OBJ   := $(BUILD)/obj/cli/term.o
 $(CLI_OBJ) $(BUILD)/obj/main.o: src/cli/term.h
 
 $(BUILD)/bin/lash: $(BUILD)/obj/main.o $(CLI_OBJ) $(BUILD)/liblash.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -rdynamic -o $@ $< $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/liblash.a -Wl,--no-whole-archive $(LDLIBS) -ledit
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $< $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/liblash.a -Wl,--no-whole-archive $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash.a $(HDRS)
 	@mkdir -p $(dir $@)

@@ -19,6 +19,12 @@
 ** The readline layer of libedit is process-wide state (one terminal, one
 ** line), so one terminal per process, reached from libedit's line
 ** callback through `editing`. The program opens it once.
+**
+** libedit is loaded with dlopen when a chat opens the terminal, not linked:
+** every other command runs exactly the process it ran before (libedit and
+** its dependencies change the process's timing, which a race in killing a
+** jail mid-setup turned out to notice), and without libedit.so.2 a chat
+** still works, reading plain lines.
 */
 #include "term.h"
 #include "lauxlib.h"
@@ -33,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
 #include <editline/readline.h>
 
 #define TERM_MT "lash.cli.term"
@@ -80,6 +87,55 @@ struct intr_op {
 /* libedit's line callback has no user data: the terminal being edited */
 static cli_term *editing;
 
+/* libedit's readline interface, loaded once (see the top); the types come
+** from its header, whose declarations are never referenced directly */
+static struct {
+  void *lib;
+  __typeof__(rl_callback_handler_install) *callback_handler_install;
+  __typeof__(rl_callback_read_char) *callback_read_char;
+  __typeof__(rl_callback_handler_remove) *callback_handler_remove;
+  __typeof__(rl_insert_text) *insert_text;
+  __typeof__(rl_forced_update_display) *forced_update_display;
+  __typeof__(rl_initialize) *initialize;
+  __typeof__(using_history) *using_history;
+  __typeof__(stifle_history) *stifle_history;
+  __typeof__(read_history) *read_history;
+  __typeof__(write_history) *write_history;
+  __typeof__(add_history) *add_history;
+  __typeof__(rl_end) *end;
+  __typeof__(rl_catch_signals) *catch_signals;
+  __typeof__(rl_readline_name) *readline_name;
+  __typeof__(rl_outstream) *outstream;
+} ed;
+
+/* Load libedit; NULL, or why not. */
+static const char *edit_load(void) {
+  void *lib;
+  if (ed.lib) return NULL;
+  lib = dlopen("libedit.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return dlerror();
+#define SYM(field, name) \
+  if (!(*(void **)&ed.field = dlsym(lib, name))) { dlclose(lib); return "libedit.so.2 lacks " name; }
+  SYM(callback_handler_install, "rl_callback_handler_install")
+  SYM(callback_read_char, "rl_callback_read_char")
+  SYM(callback_handler_remove, "rl_callback_handler_remove")
+  SYM(insert_text, "rl_insert_text")
+  SYM(forced_update_display, "rl_forced_update_display")
+  SYM(initialize, "rl_initialize")
+  SYM(using_history, "using_history")
+  SYM(stifle_history, "stifle_history")
+  SYM(read_history, "read_history")
+  SYM(write_history, "write_history")
+  SYM(add_history, "add_history")
+  SYM(end, "rl_end")
+  SYM(catch_signals, "rl_catch_signals")
+  SYM(readline_name, "rl_readline_name")
+  SYM(outstream, "rl_outstream")
+#undef SYM
+  ed.lib = lib;
+  return NULL;
+}
+
 static cli_term *check_term(lua_State *L) {
   cli_term *t = luaL_checkudata(L, lua_upvalueindex(1), TERM_MT);
   return t;
@@ -92,7 +148,7 @@ static void read_detach(read_op *op) {
   t->reading = NULL;
   if (t->io.active) lash_io_stop(t->loop, &t->io);
   if (t->edit) {
-    rl_callback_handler_remove();
+    ed.callback_handler_remove();
     editing = NULL;
   }
 }
@@ -185,9 +241,9 @@ static void on_stdin(lash_loop *loop, lash_io *io, unsigned events) {
       read_finish(t->reading, R_EOF);
       return;
     }
-    rl_callback_read_char();
+    ed.callback_read_char();
     /* rl_end is only kept up to date by rl_callback_read_char */
-    t->typed = rl_end > 0;
+    t->typed = *ed.end > 0;
     return;
   }
   plain_read(t);
@@ -262,13 +318,13 @@ static int l_read(lua_State *L) {
   if (t->edit) {
     editing = t;
     t->typed = 0;
-    rl_callback_handler_install(prompt, on_line);
+    ed.callback_handler_install(prompt, on_line);
     if (text && *text) {
-      rl_insert_text(text);
+      ed.insert_text(text);
       /* libedit redraws as if at the start of the line, where the prompt
       ** already is: go there so the prompt is drawn once */
-      fputs("\r", rl_outstream ? rl_outstream : stdout);
-      rl_forced_update_display();
+      fputs("\r", *ed.outstream ? *ed.outstream : stdout);
+      ed.forced_update_display();
       t->typed = 1;
     }
   } else {
@@ -323,6 +379,15 @@ static int l_open(lua_State *L) {
   t->open = 1;
   *t->slot = t;
   t->edit = isatty(0) && isatty(1);
+  if (t->edit && !t->edit_ready) {
+    const char *why = edit_load();
+    if (why) {
+      t->edit = 0;
+      lua_pushboolean(L, 0);
+      lua_pushfstring(L, "no line editing: cannot load libedit (%s)", why);
+      return 2;
+    }
+  }
   if (!t->edit) {
     lua_pushboolean(L, 0);
     return 1;
@@ -333,21 +398,21 @@ static int l_open(lua_State *L) {
     /* multibyte input needs the user's character set; only LC_CTYPE, so
     ** numbers still print the C way */
     setlocale(LC_CTYPE, "");
-    rl_readline_name = "lash";
+    *ed.readline_name = "lash";
     /* no libedit signal handlers: the program reads its signals on the loop */
-    rl_catch_signals = 0;
-    rl_initialize();
-    using_history();
+    *ed.catch_signals = 0;
+    ed.initialize();
+    ed.using_history();
     t->edit_ready = 1;
   }
-  stifle_history((int)max);
+  ed.stifle_history((int)max);
   if (t->history) {
     if (mkdir_parents(t->history) != 0) {
       lua_pushboolean(L, 1);
       lua_pushfstring(L, "cannot make the directory of %s: %s", t->history, strerror(errno));
       return 2;
     }
-    read_history(t->history);   /* a missing file is an empty history */
+    ed.read_history(t->history);   /* a missing file is an empty history */
   }
   lua_pushboolean(L, 1);
   return 1;
@@ -364,9 +429,9 @@ static int l_add_history(lua_State *L) {
   }
   free(t->last);
   t->last = strdup(line);
-  add_history(line);
+  ed.add_history(line);
   if (t->history) {
-    int rc = write_history(t->history);
+    int rc = ed.write_history(t->history);
     if (rc != 0) {
       luaL_pushfail(L);
       lua_pushfstring(L, "cannot save the history to %s: %s", t->history, strerror(rc > 0 ? rc : EIO));

@@ -26,7 +26,7 @@ mkdir -p "$T/home"
 sandbox=0
 probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
 [ "$probe" = yes ] && sandbox=1
-export CHAT_MARK="sleep 98$$"
+export CHAT_MARK="sleep 7$$.5"  # not a pattern other tests look for (sleep 9x)
 
 "$PY" tests/servers/fake_openai.py --fixture text_stream --lifetime 600 >"$T/openai.port" 2>"$T/openai.err" &
 SERVER=$!

@@ -626,8 +626,10 @@ function M.main(args, cli)
   if serr then return serr end
   s.exporter = require("lash.commands.run").trace_exporter(config, cli)
   local edit, herr = term.open { history = (not o.no_history) and M.history_path() or nil }
-  s.interactive = edit
-  if herr then s:say("yellow", "warning: " .. herr .. "; the history is not kept") end
+  local tty_in = term.isatty()
+  -- a terminal without libedit still gets prompts (plain lines, no history)
+  s.interactive = edit or (tty_in and tty_out)
+  if herr then s:say("yellow", "warning: " .. herr .. "; the input history is not kept") end
   if s.interactive then
     s:say("dim", "● " .. tostring(agent.name) .. " · " .. s:model_label()
       .. (s.session and (" · session " .. s.session.id .. " (" .. #s.history .. " messages)") or "")
