@@ -196,7 +196,7 @@ def running(mark):
     return subprocess.run(["pgrep", "-f", mark], stdout=subprocess.DEVNULL).returncode == 0
 
 
-def started(mark):
+def command_started(mark):
     """Has the command itself started (not only bwrap, still setting up)?"""
     return subprocess.run(["pgrep", "-f", "^" + mark], stdout=subprocess.DEVNULL).returncode == 0
 
@@ -248,7 +248,7 @@ check("after /reset the history starts again", c.expect("you said: count (histor
 
 if SANDBOX:
     c.line("sleep")
-    started = c.expect("▸ run_command") and until(lambda: started(MARK))
+    started = c.expect("▸ run_command") and until(lambda: command_started(MARK))
     check("a sandbox command starts", started, c.recent())
     c.send("\x03")
     check("Ctrl-C cancels the turn", c.expect("turn cancelled"), c.recent())
@@ -259,7 +259,7 @@ if SANDBOX:
     # the terminal's Ctrl-C reaches the whole foreground group, the jail's
     # bwrap too; SIGINT to lash alone shows that lash itself kills the command
     c.line("sleep")
-    started = c.expect("▸ run_command") and until(lambda: started(MARK))
+    started = c.expect("▸ run_command") and until(lambda: command_started(MARK))
     os.kill(c.pid, signal.SIGINT)
     check("SIGINT to lash alone cancels the turn", started and c.expect("turn cancelled"), c.recent())
     check("... and lash kills the sandbox command", started and until(lambda: not running(MARK)))
@@ -387,7 +387,7 @@ check("SIGTERM at the prompt exits 143", c.wait() == 143, f"status {c.status}\n"
 if SANDBOX:
     c = Chat(base_env(LASH_NO_SAVE="1"))
     c.line("sleep")
-    started = c.expect("▸ run_command") and until(lambda: started(MARK))
+    started = c.expect("▸ run_command") and until(lambda: command_started(MARK))
     os.kill(c.pid, signal.SIGTERM)
     check("SIGTERM mid-tool exits 143", started and c.wait() == 143, f"status {c.status}\n" + c.recent())
     check("... with the sandbox command killed", started and until(lambda: not running(MARK)))
