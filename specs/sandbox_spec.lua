@@ -384,6 +384,26 @@ local function children_of_self()
   return list
 end
 
+-- Marks this run's sleeps: other lash checkouts may run this spec on the
+-- same machine at the same time, and pgrep sees their processes too.
+local RUN = MYPID .. tostring(os.time() % 1000)
+
+-- How many processes of this run match PATTERN once the kernel has torn the
+-- killed jail down: SIGKILL is delivered at once, but the processes leave the
+-- process table asynchronously (slowly on a loaded machine), so wait for it,
+-- bounded by a hang guard.
+local function survivors(pattern)
+  local n
+  for _ = 1, 200 do
+    local p = popen("pgrep -f '" .. pattern .. "' | wc -l")
+    n = tonumber(p:read("a"):match("%d+"))
+    p:close()
+    if n == 0 then return 0 end
+    lash.sleep(0.05)
+  end
+  return n
+end
+
 local function fd_count()
   -- collect first: a handle dropped by an earlier test closes its fd only
   -- when collected, and that is not ours to count
@@ -452,36 +472,29 @@ describe("lash.sandbox, local backend", function()
 
   it_jail("kills a timed-out command with everything it started", function()
     local s <close> = new()
-    local r = s:exec({ "sh", "-c", "trap '' TERM; (sleep 97 &); (setsid sleep 98 &); echo started; sleep 99" },
+    local r = s:exec({ "sh", "-c", "trap '' TERM; (sleep 97." .. RUN .. " &); (setsid sleep 98." .. RUN .. " &); echo started; sleep 99." .. RUN },
                      { timeout = 1 })
     assert.is_true(r.timed_out)
     assert.equal(1, r.applied_timeout)
     assert.equal("started\n", r.stdout)
-    local p = popen("pgrep -f 'sleep 9[789]' | wc -l")
-    assert.equal("0", p:read("a"):match("%d+"))
-    p:close()
+    assert.equal(0, survivors("sleep 9[789][.]" .. RUN))
   end)
 
   it_jail("leaves no process behind when the command ends (daemons die with it)", function()
     local s <close> = new()
-    local r = s:exec { "sh", "-c", "(setsid sleep 96 > /dev/null 2>&1 &); nohup sleep 95 > /dev/null 2>&1 & echo ok" }
+    local r = s:exec { "sh", "-c", "(setsid sleep 96." .. RUN .. " > /dev/null 2>&1 &); nohup sleep 95." .. RUN .. " > /dev/null 2>&1 & echo ok" }
     assert.equal("ok\n", r.stdout)
-    lash.sleep(0.2)
-    local p = popen("pgrep -f 'sleep 9[56]' | wc -l")
-    assert.equal("0", p:read("a"):match("%d+"))
-    p:close()
+    assert.equal(0, survivors("sleep 9[56][.]" .. RUN))
   end)
 
   it_jail("a cancelled task kills the jail", function()
     local s <close> = new()
-    local t = lash.spawn(function() return s:exec { "sh", "-c", "sleep 94" } end)
+    local t = lash.spawn(function() return s:exec { "sh", "-c", "sleep 94." .. RUN } end)
     lash.spawn(function() lash.sleep(0.3); t:cancel() end)
     local ok, err = pcall(t.join, t)
     assert.is_false(ok)
     assert.is_true(lash.is_error(err, "cancelled"))
-    local p = popen("pgrep -f 'sleep 9[4]' | wc -l")
-    assert.equal("0", p:read("a"):match("%d+"))
-    p:close()
+    assert.equal(0, survivors("sleep 94[.]" .. RUN))
   end)
 
   it_jail("runs several commands at once, each in its own jail", function()
@@ -787,12 +800,9 @@ describe("lash.sandbox, local backend", function()
     assert.equal("hi\n", s:read_file("f"))
     assert.equal(root .. "/" .. s.id .. "/workspace", s:read_tags().lash_workdir)
     assert.equal("denied", catch(s.read_file, s, "/etc/passwd").code)
-    r = s:exec({ "sh", "-c", "sleep 92 & sleep 91" }, { timeout = 1 })
+    r = s:exec({ "sh", "-c", "sleep 92." .. RUN .. " & sleep 91." .. RUN }, { timeout = 1 })
     assert.is_true(r.timed_out)
-    lash.sleep(0.1)
-    local p = popen("pgrep -f 'sleep 9[12]' | wc -l")
-    assert.equal("0", p:read("a"):match("%d+"))
-    p:close()
+    assert.equal(0, survivors("sleep 9[12][.]" .. RUN))
     assert.equal("start_failed", catch(s.exec, s, { "no-such-command-xyz" }).code)
   end)
 

@@ -47,6 +47,8 @@ local lazy = {
   load_spec = { "lash.spec", "load" },
   load_spec_string = { "lash.spec", "load_string" },
   mcp = { "lash.mcp" },
+  sessions = { "lash.sessions" },
+  trace = { "lash.trace" },
 }
 
 return setmetatable(lash, {

@@ -227,6 +227,24 @@ function Exporter:shutdown()
   end
 end
 
+--- The exporter the environment and config ask for, or nil: what the CLI
+-- commands use (bad settings are a warning, never a failure).
+-- @tparam[opt] table traces_config the config file's `traces` table
+-- @tparam[opt] function warn `warn(line)` (default: a line on stderr)
+-- @usage local exp = trace.from_config(cfg.traces)
+-- if exp then local rt = exp:run_tracer{agent = "a", model = "test"}
+--   -- pass rt.on_event / rt.on_message to the run (alongside your own), then
+--   exp:shutdown() end
+function M.from_config(traces_config, warn)
+  warn = warn or function(line) io.stderr:write(line, "\n") end
+  local settings, err = M.settings(traces_config)
+  if not settings then
+    if err then warn("lash: warning: traces are off: " .. err) end
+    return nil
+  end
+  return M.exporter(settings, function(msg) warn("lash: warning: traces: " .. msg) end)
+end
+
 ---------------------------------------------------------------------------
 -- Spans of one run
 
@@ -293,6 +311,14 @@ local function add(span, key, value)
   if value ~= nil then span.attributes[#span.attributes + 1] = { key, value } end
 end
 
+-- Attribute keys are unique in a span: a later value replaces an earlier one.
+local function set(span, key, value)
+  for _, kv in ipairs(span.attributes) do
+    if kv[1] == key then kv[2] = value return end
+  end
+  add(span, key, value)
+end
+
 local function cut(s, n)
   s = tostring(s or "")
   if #s > n then return s:sub(1, n) end
@@ -332,7 +358,7 @@ function Tracer:event(ev)
     self.chat_usage = ev.usage
     self.chat_response = ev
   elseif ty == "retry" and ev.kind == "model" and self.chat then
-    add(self.chat, "lash.retries", math.tointeger(ev.attempt))
+    set(self.chat, "lash.retries", math.tointeger(ev.attempt))
   elseif ty == "tool_call" and self.root then
     local s = self:_span("execute_tool " .. tostring(ev.name), otlp.KIND.internal, self.root.span_id)
     add(s, "gen_ai.operation.name", "execute_tool")
@@ -385,7 +411,7 @@ function Tracer:_finish(ev)
   table.sort(ids)
   for _, id in ipairs(ids) do
     local s = self.tools[id]
-    add(s, "lash.tool.status", ev.stop_reason == "approval_required" and "pending_approval" or "not_finished")
+    set(s, "lash.tool.status", ev.stop_reason == "approval_required" and "pending_approval" or "not_finished")
     if err then add(s, "error.type", etype) end
     self:_end(s, err and code or nil, err and cut(err.message, 512) or nil)
   end

@@ -45,6 +45,8 @@ jail() {
   [ "$rc" = 125 ] && echo "# lash failed: $err"
 }
 leftovers() { pgrep -f "$1" | wc -l; }
+# marks this run's sleeps: another checkout may run this suite at the same time
+U=$$
 # gone PATTERN: no process matches, waiting (bounded) for killed ones to be
 # reaped: on a loaded machine that can trail the command's result
 gone() { local i; for i in $(seq 100); do [ "$(leftovers "$1")" = 0 ] && return 0; sleep 0.1; done; return 1; }
@@ -210,22 +212,22 @@ check "  lash's peak memory stays bounded (${kb} KiB < 64 MiB)" test "${kb:-9999
 
 # --- a process ignoring SIGTERM ---------------------------------------------
 start=$(date +%s)
-T=2 jail "trap '' TERM INT HUP; sleep 1111"
+T=2 jail "trap '' TERM INT HUP; sleep 1111.$U"
 el=$(( $(date +%s) - start ))
 check "SIGTERM-proof processes are killed at the deadline (exit $rc, $el s)" test "$rc" = 124 -a "$el" -lt 120
-check "  nothing left" gone 'sleep 111[1]'
+check "  nothing left" gone "sleep 1111[.]$U"
 
 # --- a daemonised grandchild ------------------------------------------------
-jail '(setsid sleep 2222 >/dev/null 2>&1 &); nohup sleep 2223 >/dev/null 2>&1 & echo started'
+jail "(setsid sleep 2222.$U >/dev/null 2>&1 &); nohup sleep 2223.$U >/dev/null 2>&1 & echo started"
 check "a daemonised grandchild dies when the command ends" test "$out" = started
-check "  (nothing of it is left)" gone 'sleep 222[23]'
+check "  (nothing of it is left)" gone "sleep 222[23][.]$U"
 
 # --- lash itself killed mid-command -------------------------------------------
-"$LASH" sandbox exec "$ID" -- sh -c '(setsid sleep 3335 >/dev/null 2>&1 &); sleep 3334' >/dev/null 2>&1 &
+"$LASH" sandbox exec "$ID" -- sh -c "(setsid sleep 3335.$U >/dev/null 2>&1 &); sleep 3334.$U" >/dev/null 2>&1 &
 lash_pid=$!
-for _ in $(seq 50); do [ "$(leftovers '^sleep 333[45]')" = 2 ] && break; sleep 0.1; done
+for _ in $(seq 50); do [ "$(leftovers "^sleep 333[45][.]$U")" = 2 ] && break; sleep 0.1; done
 kill -9 "$lash_pid" 2>/dev/null; wait "$lash_pid" 2>/dev/null
-check "lash killed with SIGKILL mid-command takes the jail with it" gone '^sleep 333[45]'
+check "lash killed with SIGKILL mid-command takes the jail with it" gone "^sleep 333[45][.]$U"
 
 # --- symlink and .. escapes in file operations ------------------------------
 jail 'ln -s /etc/shadow s1; ln -s ../../../../../../../etc/shadow s2; ln -s /root s3; ln -s /etc/lash-escape s4; echo done'

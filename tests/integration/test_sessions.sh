@@ -152,7 +152,7 @@ check "the session now ends complete" "$("$LASH" sessions show "$latest" --json 
 # -- the same with a real sandbox: SIGKILL while the jail's command sleeps
 probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
 if [ "$probe" = yes ]; then
-  mark="sleep 9$$"
+  mark="sleep 4242$$"
   cat > "$T/jail.lua" <<LUA
 local lash = require "lash"
 return lash.agent {
@@ -313,6 +313,59 @@ contains "saying it is locked" "$out" "stayed locked by another process"
 touch "$T/release"; wait "$lpid"
 out=$("$LASH" run "$T/agent.lua" --trust "after the lock" --json </dev/null); rc=$?
 check "once released, runs save again" "$rc" "0"
+
+# -- the file locked mid-run (past the busy timeout): the messages wait in
+# memory and are written once the lock goes; nothing is lost
+mkdir -p "$T/midlock"
+ML=$T/midlock
+cat > "$T/midlock.lua" <<LUA
+local lash = require "lash"
+local function wait_file(p)
+  for _ = 1, 1200 do
+    local f = io.open(p)
+    if f then f:close() return true end
+    lash.sleep(0.05)
+  end
+end
+return lash.agent {
+  name = "midlock",
+  model = function(messages, info)
+    if info.step == 1 then return { text = "Pausing.", tool_calls = { { name = "pause", args = {}, id = "c1" } } } end
+    wait_file("$ML/released")
+    return "done after the lock"
+  end,
+  tools = { lash.tool { name = "pause", description = "Waits for the lock.", parameters = { type = "object", properties = {} },
+    handler = function()
+      io.open("$ML/in_tool", "w"):close()
+      wait_file("$ML/locked")
+      return "paused"
+    end } },
+}
+LUA
+LASH_SESSIONS_BUSY_TIMEOUT=100 "$LASH" run "$T/midlock.lua" --trust go --json </dev/null > "$ML/out" 2>"$ML/err" & mpid=$!; PIDS+=($mpid)
+wait_for "$ML/in_tool"
+"$PY" -c "
+import sqlite3, os, time
+c = sqlite3.connect('$DB', isolation_level=None)
+c.execute('begin immediate')
+open('$ML/locked', 'w').close()
+for _ in range(1200):
+    if os.path.exists('$ML/release'): break
+    time.sleep(0.05)
+c.execute('rollback')
+c.close()
+open('$ML/released', 'w').close()
+" & lpid=$!; PIDS+=($lpid)
+for _ in $(seq 600); do grep -q "cannot save to the session" "$ML/err" 2>/dev/null && break; sleep 0.1; done
+contains "a write that met the lock warns and keeps the message" "$(cat "$ML/err")" "cannot save to the session"
+contains "naming the lock" "$(cat "$ML/err")" "stayed locked by another process"
+touch "$ML/release"; wait "$lpid"
+wait "$mpid"; rc=$?
+check "the run still succeeds" "$rc" "0"
+msid=$(exit_line < "$ML/out" | py 'v["session"]')
+check "once the lock went, every message was written, in order" \
+  "$("$LASH" sessions show "$msid" --json | py '" ".join(m["role"] + ":" + m["parts"][0]["type"] for m in v["messages"]) + " " + v["runs"][0]["status"]')" \
+  "user:text assistant:text user:tool_result assistant:text complete"
 
 # -- a place lash may not write: the run goes on, unsaved, and says so
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then

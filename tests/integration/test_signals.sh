@@ -30,7 +30,9 @@ return lash.agent {
   capabilities = { lash.sandbox_capability { sandbox_timeout = 600 } },
 }
 LUA
-gone() { sleep 0.2; ! pgrep -f "$mark" >/dev/null; }
+# SIGKILL reaches the jail at once, but its processes leave the process table
+# asynchronously (slowly on a loaded machine): wait for that, bounded.
+gone() { for _ in $(seq 200); do pgrep -f "$mark" >/dev/null || return 0; sleep 0.05; done; return 1; }
 wait_cmd() { for _ in $(seq 100); do pgrep -f "$mark" >/dev/null && return 0; sleep 0.1; done; return 1; }
 # run SIG HOW: start lash run, signal it (to its pid or its process group)
 run_case() {

@@ -263,14 +263,7 @@ end
 --- The trace exporter the environment and config ask for, or nil (none
 -- asked; bad settings are a warning, never a failed run).
 function M.trace_exporter(config, cli)
-  local trace = require "lash.trace"
-  local c = config.get() or {}
-  local settings, err = trace.settings(c.traces)
-  if not settings then
-    if err then cli.err("lash: warning: traces are off: ", err, "\n") end
-    return nil
-  end
-  return trace.exporter(settings, function(msg) cli.err("lash: warning: traces: ", msg, "\n") end)
+  return require("lash.trace").from_config((config.get() or {}).traces, function(msg) cli.err(msg, "\n") end)
 end
 
 function M.main(args, cli)
