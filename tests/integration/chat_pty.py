@@ -214,6 +214,15 @@ open(os.path.join(T, "gate"), "w").close()
 check("the rest of the text arrives when the model goes on", c.expect("world"), c.recent())
 check("a usage line ends the turn", c.expect("── 1 request"), c.recent())
 
+c.line("hang")
+check("a model that streams and then hangs shows what it streamed", c.expect("Thinking"), c.recent())
+c.send("\x03")
+check("Ctrl-C cancels a turn while the model is answering", c.expect("turn cancelled"), c.recent())
+c.line("count")
+check("... the session goes on, the prompt kept in the conversation", c.expect("you said: count (history 4)"),
+      c.recent())
+c.line("/reset")
+
 c.line("tool")
 check("a tool call is shown as lash run shows it", c.expect("▸ echo_tool") and c.expect('{"word":"ping"}'),
       c.recent())
@@ -240,7 +249,7 @@ c.send("\x01\x0b" + '{"target":"tape"}' + "\r")   # Ctrl-A, Ctrl-K: replace the 
 check("edited: the tool runs with the edited arguments", c.expect("danger ran on tape"), c.recent())
 
 c.line("count")
-check("the conversation carries over between turns", c.expect("you said: count (history 19)"), c.recent())
+check("the conversation carries over between turns", c.expect("you said: count (history 17)"), c.recent())
 c.line("/reset")
 check("/reset says it cleared the conversation", c.expect("conversation cleared"), c.recent())
 c.line("count")

@@ -63,6 +63,11 @@ end, { name = "scripted" })
 -- "hello" streams in two pieces with a gate between them
 local model = { name = "function:scripted" }
 function model:request(req)
+  if last_user(req.messages) == "hang" and req.on_text then
+    -- streams a little, then waits for a file nobody makes: only a cancel ends it
+    req.on_text("Thinking")
+    while not exists(DIR .. "/never") do lash.sleep(0.05) end
+  end
   if last_user(req.messages) == "hello" and req.on_text then
     req.on_text("Hello ")
     local f = io.open(DIR .. "/at_gate", "w") f:close()

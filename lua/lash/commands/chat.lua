@@ -155,8 +155,8 @@ function Session:ask(call)
   local json = require "lash.json"
   if call.kind == "elicitation" then return self:ask_elicitation(call) end
   while true do
-    local line, why = self.term.read(string.format("Allow %s %s? [y/n/e] ", call.name,
-                                                   json.try_encode_canonical(call.args or {}) or ""))
+    local args = require("lash.render").one_line(json.try_encode_canonical(call.args or {}) or "", 100)
+    local line, why = self.term.read(string.format("Allow %s %s? [y/n/e] ", call.name, args))
     -- piped answers are not echoed by a terminal: show them in the transcript
     if line and not self.interactive then self.out(line .. "\n") end
     if not line then
@@ -190,8 +190,8 @@ end
 
 -- An MCP server asks the user: answer each field (empty keeps the default).
 function Session:ask_elicitation(call)
-  local line = self.term.read(string.format("%s asks: %s\nAnswer? [y/n] ", tostring(call.server),
-                                            tostring(call.message)))
+  self.out(string.format("%s asks: %s\n", tostring(call.server), tostring(call.message)))
+  local line = self.term.read("Answer? [y/n] ")
   if not line or not line:lower():match("^%s*y") then return false end
   local props = type(call.schema) == "table" and type(call.schema.properties) == "table"
     and call.schema.properties or {}
