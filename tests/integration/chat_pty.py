@@ -428,19 +428,13 @@ check("--no-save: /save says the session is not recorded", "not recorded (--no-s
 p = subprocess.run([LASH, "chat"], input="", env=base_env(), capture_output=True, text=True, timeout=HANG)
 check("no spec: a usage error (2)", p.returncode == 2 and "missing the agent spec" in p.stderr, p.stderr)
 
-# ---- under tmux -------------------------------------------------------------
-tmux = shutil.which("tmux")
-if not tmux:
-    for d in ("tmux: streamed text", "tmux: history recall", "tmux: Ctrl-D exits 0"):
-        skip(d, "tmux is not installed")
-else:
-    sock = "lash-chat-test-%d" % os.getpid()
-    term = "tmux-256color" if subprocess.run(["infocmp", "tmux-256color"], capture_output=True).returncode == 0 \
-        else "screen"
-    exitf = os.path.join(T, "tmux.exit")
-    env = base_env()
+# ---- under tmux, with each terminal type it may give -----------------------
+def under_tmux(tmux, term):
+    sock = "lash-chat-test-%d-%s" % (os.getpid(), term)
+    exitf = os.path.join(T, f"tmux-{term}.exit")
+    env = base_env(LASH_NO_SAVE="1")
     env.pop("TERM", None)
-    conf = os.path.join(T, "tmux.conf")
+    conf = os.path.join(T, f"tmux-{term}.conf")
     with open(conf, "w") as f:
         f.write(f"set -g default-terminal {term}\n")
     tm = [tmux, "-L", sock, "-f", conf]
@@ -456,15 +450,36 @@ else:
     try:
         until(lambda: "/help for commands" in screen())
         keys("hello", "Enter")
-        check(f"tmux: streamed text (TERM={term} inside)", until(lambda: "Hello world" in screen()), screen())
+        check(f"tmux (TERM={term}): streamed text", until(lambda: "Hello world" in screen()), screen())
         keys("Up")
-        check("tmux: history recall", until(lambda: screen().rstrip().endswith("> hello")), screen())
+        check(f"tmux (TERM={term}): history recall", until(lambda: screen().rstrip().endswith("> hello")),
+              screen())
         keys("C-a", "C-k", "C-d")
         until(lambda: os.path.exists(exitf) and open(exitf).read().strip() != "")
         code = open(exitf).read().strip() if os.path.exists(exitf) else "none"
-        check("tmux: Ctrl-D exits 0", code == "0", f"exit {code}\n" + screen())
+        check(f"tmux (TERM={term}): Ctrl-D exits 0", code == "0", f"exit {code}\n" + screen())
     finally:
         subprocess.run(tm + ["kill-server"], capture_output=True)
+
+
+def has_terminfo(term):
+    if shutil.which("infocmp"):
+        return subprocess.run(["infocmp", term], capture_output=True).returncode == 0
+    return any(os.path.exists(os.path.join(d, term[0], term))
+               for d in ("/etc/terminfo", "/lib/terminfo", "/usr/share/terminfo"))
+
+
+tmux = shutil.which("tmux")
+for term in ("tmux-256color", "screen"):
+    if not tmux:
+        why = "tmux is not installed"
+    elif not has_terminfo(term):
+        why = f"no terminfo entry for {term} here"
+    else:
+        under_tmux(tmux, term)
+        continue
+    for d in ("streamed text", "history recall", "Ctrl-D exits 0"):
+        skip(f"tmux (TERM={term}): {d}", why)
 
 print(f"1..{n}")
 sys.exit(1 if failed else 0)
