@@ -105,6 +105,33 @@ describe("lash.sessions", function()
     store:close()
   end)
 
+  it("migrates a database of an older schema forward, keeping what it holds", function()
+    local path = dir .. "/m.db"
+    local current = sessions.SCHEMA_VERSION
+    sessions.SCHEMA_VERSION = 1
+    local ok, err = pcall(function()
+      local old = sessions.open(path)
+      local s = old:start { kind = "run" }
+      s:begin { prompt = "kept" }
+      s:append { role = "user", parts = { { type = "text", text = "kept" } } }
+      s:finish { status = "complete" }
+      old:close()
+    end)
+    sessions.SCHEMA_VERSION = current
+    assert(ok, err)
+    local store = sessions.open(path)
+    assert.equal(current, store:query("PRAGMA user_version")[1].user_version)
+    local id = store:latest()
+    assert.equal("kept", store:load(id).messages[1].parts[1].text)
+    local s = assert(store:resume(id))
+    s:begin { prompt = "next" }
+    s:set_partial("half an ans")
+    assert.equal("half an ans", store:load(id).runs[2].partial)
+    s:append { role = "assistant", parts = { { type = "text", text = "half an answer" } } }
+    assert.is_nil(store:load(id).runs[2].partial)
+    store:close()
+  end)
+
   it("keeps a message that meets a locked file and writes it after the lock goes", function()
     local path = dir .. "/l.db"
     local store = sessions.open(path, { busy_timeout = 50 })

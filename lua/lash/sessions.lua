@@ -22,7 +22,9 @@
 --   s:begin{ prompt = "hi", model = "test" }      -- a run (turn) starts
 --   s:append(message)                            -- as each message enters the history
 --   s:finish{ status = "complete", usage = {...} } -- the run ends
---   local again = store:resume(s.id)             -- again.history: the stored messages
+--   s:set_partial(text)                          -- what the unfinished turn streamed so far
+--   local again = store:resume(s.id)             -- again.history: the stored messages,
+--                                                -- again.partial: text of a turn cut short
 --   s:set_title("name")                          -- e.g. a chat's /save
 --   store:list(), store:load(id), store:remove(id), store:close()
 -- @module lash.sessions
@@ -31,7 +33,7 @@ local json = require "lash.json"
 local M = {}
 
 --- The schema version this lash writes.
-M.SCHEMA_VERSION = 1
+M.SCHEMA_VERSION = 2
 
 -- Migrations: MIGRATIONS[v] takes a database at version v - 1 to v.
 local MIGRATIONS = {
@@ -73,6 +75,11 @@ local MIGRATIONS = {
       body       TEXT NOT NULL,           -- the message, JSON
       PRIMARY KEY (session_id, seq)
     );
+  ]],
+  -- the text a model turn has streamed so far, before the turn enters the
+  -- history (a run killed mid-stream keeps what it showed)
+  [2] = [[
+    ALTER TABLE runs ADD COLUMN partial TEXT;
   ]],
 }
 
@@ -315,7 +322,7 @@ function Store:load(ref)
   if not id then return nil, ferr end
   local s = self:query("SELECT " .. SESSION_COLS .. " FROM sessions WHERE id = ?", id)[1]
   local runs = self:query("SELECT n, started_at, ended_at, model, prompt, pid, status, stop_reason, "
-    .. "error_kind, error_message, usage FROM runs WHERE session_id = ? ORDER BY n", id)
+    .. "error_kind, error_message, usage, partial FROM runs WHERE session_id = ? ORDER BY n", id)
   for _, r in ipairs(runs) do
     r.status = effective_status(r.status, r.pid)
     r.usage = r.usage and json.try_decode(r.usage) or nil
@@ -340,6 +347,22 @@ function Store:remove(ref)
   end)
   return true, id
 end
+
+--- Delete every session not updated since `before_ms` (Unix ms) whose
+-- last run is not still running in a live process.
+-- @treturn table the ids removed
+function Store:prune(before_ms)
+  local ids = {}
+  for _, r in ipairs(self:query("SELECT s.id, (SELECT pid FROM runs r WHERE r.session_id = s.id ORDER BY n DESC LIMIT 1) "
+      .. "AS pid, s.status FROM sessions s WHERE s.updated_at < ? ORDER BY s.updated_at", before_ms)) do
+    if effective_status(r.status, r.pid) ~= "running" then ids[#ids + 1] = r.id end
+  end
+  for _, id in ipairs(ids) do self:remove(id) end
+  return ids
+end
+
+--- Now, in the store's unit (Unix milliseconds).
+M.now_ms = now_ms
 
 ---------------------------------------------------------------------------
 -- Session: the writer of one conversation
@@ -403,6 +426,8 @@ function Store:resume(ref)
     s.last_seq = r.seq
   end
   s.base_run = self:query("SELECT COALESCE(MAX(n), 0) AS n FROM runs WHERE session_id = ? AND n < ?", id, upto)[1].n
+  local last = self:query("SELECT partial FROM runs WHERE session_id = ? AND n = ?", id, s.base_run)[1]
+  if last and last.partial and last.partial ~= "" then s.partial = last.partial end
   return s
 end
 
@@ -471,11 +496,35 @@ function Session:append(msg)
     local seq = self.last_seq + 1
     store:query("INSERT INTO messages (session_id, seq, run, created_at, role, body) VALUES (?, ?, ?, ?, ?, ?)",
       self.id, seq, self.run_n, t, tostring(msg.role), body)
+    if self.partial_set and self.run_n then
+      -- the streamed text is now part of a message
+      store:query("UPDATE runs SET partial = NULL WHERE session_id = ? AND n = ?", self.id, self.run_n)
+      self.partial_set = nil
+    end
     store:query("UPDATE sessions SET updated_at = ? WHERE id = ?", t, self.id)
     self.last_seq = seq
   end)
   self.history[#self.history + 1] = msg
   return self.id
+end
+
+--- Keep the text the model has streamed so far in this run's unfinished
+-- turn ("" or nil forgets it); a message appended after it clears it.
+function Session:set_partial(text)
+  if not self.run_n then return end
+  if text == "" then text = nil end
+  if text == nil and not self.partial_set then return end
+  local store = self.store
+  store:transaction(function()
+    store:query("UPDATE runs SET partial = ? WHERE session_id = ? AND n = ?", text, self.id, self.run_n)
+  end)
+  self.partial_set = text ~= nil
+end
+
+--- The message that carries a turn's streamed text into the history of
+-- the run that continues it (`session.partial`, after resume).
+function M.partial_message(text)
+  return { role = "assistant", parts = { { type = "text", text = text } }, finish = "interrupted" }
 end
 
 --- End the current run with its outcome.

@@ -57,13 +57,16 @@ check "create a sandbox" test -n "$ID"
 
 # --- identity ------------------------------------------------------------
 # seen from the host: which uid do the jail's processes hold?
-( sb exec "$ID" -- sh -c 'sleep 3.456' >/dev/null 2>&1 & )
+# (the probe lives long and is waited for, bounded: a loaded machine can take
+# seconds to start a jail; it is killed once seen)
+( sb exec "$ID" --timeout 60 -- sh -c "sleep 33.456$U" >/dev/null 2>&1 & )
 host_uid=""
-for _ in $(seq 50); do
-  p=$(pgrep -f '^sleep 3[.]456' | head -1)
+for _ in $(seq 600); do
+  p=$(pgrep -f "^sleep 33[.]456$U\$" | head -1)
   [ -n "$p" ] && host_uid=$(ps -o uid= -p "$p" | tr -d ' ') && break
   sleep 0.05
 done
+pkill -f "^sleep 33[.]456$U\$" 2>/dev/null
 if [ "$(id -u)" = 0 ]; then
   check "as root, the jail's processes hold an unprivileged host uid ($host_uid)" \
     test -n "$host_uid" -a "$host_uid" != 0

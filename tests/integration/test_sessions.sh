@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Saved conversations through the real CLI: every `lash run` recorded in
 # SQLite; --continue / --resume carry the history on; a run killed with
-# SIGKILL while its tool sleeps keeps every message already said and can be
-# continued; runs writing at once (new sessions, and two continuing the same
-# one) all land, none interleaved; an approval stop resumed with --yes; a
-# damaged, newer-schema or locked database refused with the cause and left
-# as it was; `lash sessions list|show|rm` (and --json). TAP output.
+# SIGKILL while its tool sleeps (a Lua tool, a sandbox command) or while the
+# model streams keeps everything already said and can be continued; runs
+# writing at once (new sessions, and two continuing the same one) all land,
+# none interleaved; an approval stop resumed with --yes; the file locked
+# mid-run; a damaged, newer-schema or locked database refused with the cause
+# and left as it was; `lash sessions list|show|rm` (and --json). TAP output.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${LASH_BUILD:-build}
@@ -15,7 +16,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || { echo "1..0 # SKIP needs /usr/bin/python3 (its sqlite3 module holds a lock)"; exit 0; }
 T=$(mktemp -d)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
+cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$T"; }
 trap cleanup EXIT
 unset LASH_CONFIG LASH_MODEL LASH_NO_SAVE LASH_SESSIONS_BUSY_TIMEOUT
 export HOME=$T/home XDG_STATE_HOME=$T/state XDG_CONFIG_HOME=$T/cfg
@@ -194,6 +195,56 @@ else
   n=$((n + 1)); echo "ok $n - # SKIP no bubblewrap jail here: the sandboxed SIGKILL case"
 fi
 
+# -- SIGKILL while the model is still streaming its answer (an OpenAI-style
+# stream that sends two chunks and then stalls): what it showed is kept
+mkdir -p "$T/stream"
+"$PY" - "$T/stream" > "$T/stream/port" <<'PY' & PIDS+=($!)
+import json, os, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+d = sys.argv[1]
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for text in ("The answer ", "begins like this"):
+            chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1",
+                     "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]}
+            self.wfile.write(("data: " + json.dumps(chunk) + "\n\n").encode())
+            self.wfile.flush()
+        open(os.path.join(d, "stalled"), "w").close()
+        time.sleep(300)
+s = HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+strpid=$!
+for _ in $(seq 200); do [ -s "$T/stream/port" ] && break; sleep 0.05; done
+cat > "$T/plain.lua" <<'LUA'
+local lash = require "lash"
+return lash.agent { name = "plain", instructions = "Answer." }
+LUA
+OPENAI_BASE_URL=http://127.0.0.1:$(cat "$T/stream/port")/v1 OPENAI_API_KEY=sk-test \
+  "$LASH" run "$T/plain.lua" "tell me" --model openai:gpt-4.1 --json </dev/null > "$T/stream/out" 2>&1 & spid=$!; PIDS+=($spid)
+partial=
+if wait_for "$T/stream/stalled"; then
+  for _ in $(seq 300); do
+    partial=$("$PY" -c "import sqlite3;r=sqlite3.connect('$DB').execute('select partial from runs where partial is not null').fetchall();print(r[0][0] if r else '')")
+    [ "$partial" = "The answer begins like this" ] && break; sleep 0.1
+  done
+fi
+check "the streamed text is saved as it arrives" "$partial" "The answer begins like this"
+kill -9 "$spid"; wait "$spid" 2>/dev/null
+kill "$strpid" 2>/dev/null; wait "$strpid" 2>/dev/null
+ssid=$("$LASH" sessions list --json | py 'v[0]["id"]')
+contains "sessions show says what the cut turn streamed" "$("$LASH" sessions show "$ssid")" "streamed before it stopped: The answer begins like this"
+"$LASH" run "$T/plain.lua" --continue "go on" --model test --json </dev/null >/dev/null 2>&1
+check "--continue puts the streamed text in the history, marked interrupted" \
+  "$("$LASH" sessions show "$ssid" --json | py '[(m["role"], m.get("finish"), m["parts"][0].get("text")) for m in v["messages"]][:3]')" \
+  "[('user', None, 'tell me'), ('assistant', 'interrupted', 'The answer begins like this'), ('user', None, 'go on')]"
+
 # -- SIGTERM mid-run: lash cancels, and the session says so
 mkdir -p "$T/term"
 MARK=$T/term "$LASH" run "$T/agent.lua" --trust start --json </dev/null > "$T/term.out" 2>&1 & tpid=$!; PIDS+=($tpid)
@@ -274,6 +325,13 @@ check "rm --json lists what went" "$(printf '%s' "$out" | py 'v["removed"][0]')"
 check "the removed session is gone" "$("$LASH" sessions show "$other" >/dev/null 2>&1; echo $?)" "1"
 check "its messages went with it" \
   "$("$PY" -c "import sqlite3;print(sqlite3.connect('$DB').execute('select count(*) from messages where session_id=?',('$other',)).fetchone()[0])")" "0"
+all_before=$("$LASH" sessions list --json --limit 1000 | py 'len(v)')
+"$PY" -c "import sqlite3;c=sqlite3.connect('$DB');c.execute('update sessions set updated_at = updated_at - 40*86400000 where id = ?', ('$sid',));c.commit()"
+out=$("$LASH" sessions rm --older-than 30d --json); rc=$?
+check "rm --older-than 30d removes just the session untouched for 40 days" "$rc $(printf '%s' "$out" | py 'v["removed"]')" "0 ['$sid']"
+check "and leaves the rest" "$("$LASH" sessions list --json --limit 1000 | py 'len(v)')" "$((all_before - 1))"
+out=$("$LASH" sessions rm --older-than soon 2>&1); rc=$?
+check "a bad age is a usage error (exit 2)" "$rc" "2"
 check "sessions path says where" "$("$LASH" sessions path)" "$DB  (XDG_STATE_HOME)"
 check "LASH_SESSIONS_DB overrides it" "$(LASH_SESSIONS_DB=/x/s.db "$LASH" sessions path)" "/x/s.db  (LASH_SESSIONS_DB)"
 

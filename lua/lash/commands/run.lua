@@ -231,7 +231,7 @@ end
 -- Record the run in `session` (nil: not saved): the history it starts
 -- from, an on_message that commits each message, and finish(outcome).
 local function recorder(session, cli)
-  if not session then return function() end, function() end end
+  if not session then return function() end, function() end, function() end end
   local warned = false
   local function warn(err)
     if warned then return end
@@ -242,6 +242,22 @@ local function recorder(session, cli)
   local on_message = function(msg)
     local ok, err = session:record(msg)
     if not ok then warn(err) end
+  end
+  -- what a turn streams is kept as it arrives, so a kill mid-stream loses
+  -- none of what was shown; it becomes part of the message when the turn ends
+  local streamed = {}
+  local on_event = function(ev)
+    local ty = ev.type
+    if ty == "text_delta" then
+      streamed[#streamed + 1] = ev.text
+      local ok, err = pcall(session.set_partial, session, table.concat(streamed))
+      if not ok then warn(err) end
+    elseif ty == "model_request" or (ty == "retry" and ev.kind == "model") then
+      if #streamed > 0 then
+        streamed = {}
+        pcall(session.set_partial, session, nil)
+      end
+    end
   end
   local finish = function(outcome)
     local ok, err = session:close_run(outcome)
@@ -257,7 +273,7 @@ local function recorder(session, cli)
     end
     session.store:close()
   end
-  return on_message, finish
+  return on_message, finish, on_event
 end
 
 --- The trace exporter the environment and config ask for, or nil (none
@@ -290,6 +306,7 @@ function M.main(args, cli)
   local session, serr = continued(o, sessions)
   if serr then return { kind = "usage", message = serr } end
   local history = session and json.copy(session.history) or nil
+  local partial = session and session.partial
   local dangling = history and sessions.dangling_calls(history) or {}
   local prompt = read_prompt(o, render)
   if not prompt and #dangling == 0 then
@@ -327,7 +344,13 @@ function M.main(args, cli)
       session = nil
     end
   end
-  local on_message, finish = recorder(session, cli)
+  local on_message, finish, record_event = recorder(session, cli)
+  if partial then
+    -- the last turn was cut short while streaming: what it said is history
+    local said = sessions.partial_message(partial)
+    history[#history + 1] = said
+    on_message(said)
+  end
   if prompt and #dangling > 0 then
     -- moving on with a new prompt: the calls that never returned are answered first
     local closing = sessions.interrupted_results(dangling)
@@ -347,7 +370,10 @@ function M.main(args, cli)
   opts.approve = approver(o, render)
   local printer = render.new { json = o.json, write = function(s) cli.out(s) io.stdout:flush() end,
                                tty = (not o.json) and render.is_tty(1) }
-  opts.on_event = printer:handler()
+  do
+    local print_event = printer:handler()
+    opts.on_event = function(ev) print_event(ev); record_event(ev) end
+  end
   local exporter = M.trace_exporter(config, cli)
   if exporter then
     local rt = exporter:run_tracer { agent = agent.name, model = require("lash.agent").model_label(opts.model or agent.model),

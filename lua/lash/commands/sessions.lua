@@ -8,6 +8,7 @@ local M = {
   usage = [[usage: lash sessions list [--json] [--limit N]
        lash sessions show ID [--json]
        lash sessions rm ID... [--json]
+       lash sessions rm --older-than AGE [--json]   (AGE: 30d, 12h, 90m)
        lash sessions path
 
 Every `lash run` is saved (unless --no-save or LASH_NO_SAVE=1): its spec,
@@ -22,7 +23,8 @@ more) of a session's id.
          messages, tokens in/out, model, first prompt
   show   one session: its runs and its messages (--json: all of it, the
          messages exactly as stored)
-  rm     delete sessions with their runs and messages
+  rm     delete sessions with their runs and messages; --older-than AGE
+         deletes every session not updated for AGE (not one still running)
   path   print where the database is
 
 The database is $LASH_SESSIONS_DB, else $XDG_STATE_HOME/lash/sessions.db,
@@ -39,6 +41,12 @@ local function parse(args, cli)
       i = i + 1
       o.limit = math.tointeger(tonumber(args[i] or ""))
       if not o.limit or o.limit < 1 then cli.usage_error("--limit needs a positive integer") end
+    elseif a == "--older-than" then
+      i = i + 1
+      local v = args[i] or ""
+      local num, unit = v:match("^(%d+%.?%d*)([dhm]?)$")
+      if not num then cli.usage_error("--older-than needs an age such as 30d, 12h or 90m, got '" .. v .. "'") end
+      o.older_ms = math.floor(tonumber(num) * (({ d = 86400, h = 3600, m = 60 })[unit] or 86400) * 1000)
     elseif a:sub(1, 2) == "--" then cli.usage_error("unknown option '" .. a .. "'")
     else o.words[#o.words + 1] = a end
     i = i + 1
@@ -122,6 +130,7 @@ local function show(store, o, cli)
       when(r.started_at), r.ended_at and string.format(" (%.1f s)", (r.ended_at - r.started_at) / 1000) or "",
       tonumber(u.input_tokens) or 0, tonumber(u.output_tokens) or 0, tostring(r.model or "-")))
     if r.error_message then cli.out("    ", tostring(r.error_kind), ": ", one_line(r.error_message, 300), "\n") end
+    if r.partial then cli.out("    streamed before it stopped: ", one_line(r.partial, 300), "\n") end
   end
   cli.out("\n")
   for i, m in ipairs(s.messages) do
@@ -134,7 +143,14 @@ end
 
 local function rm(store, o, cli)
   local json = require "lash.json"
-  if #o.words < 2 then cli.usage_error("rm takes one or more session ids") end
+  if o.older_ms then
+    if #o.words > 1 then cli.usage_error("rm takes session ids or --older-than, not both") end
+    local removed = store:prune(require("lash.sessions").now_ms() - o.older_ms)
+    if o.json then cli.out(json.encode_canonical { removed = json.array(removed) }, "\n")
+    else cli.out("removed ", #removed, " session(s)\n") end
+    return 0
+  end
+  if #o.words < 2 then cli.usage_error("rm takes one or more session ids (or --older-than AGE)") end
   local removed, failed = {}, nil
   for i = 2, #o.words do
     local ok, id = store:remove(o.words[i])
