@@ -16,6 +16,7 @@ LASH=$PWD/$BUILD/bin/lash
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 [ -n "$PY" ] || { echo "1..0 # SKIP needs python3 (its pty module drives the terminal)"; exit 0; }
+"$PY" -c 'import os; os.openpty()' 2>/dev/null || { echo "1..0 # SKIP no pseudo-terminals here (/dev/ptmx)"; exit 0; }
 T=$(mktemp -d /tmp/lash-chat.XXXXXX); chmod 711 "$T"
 SERVER=
 cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$T"; }
