@@ -76,6 +76,7 @@ struct read_op {
   int status;
   int had_text;           /* an interrupted line was not empty */
   char *line;             /* malloc'd; ours until pushed */
+  size_t len;             /* its length (a plain line may hold NUL bytes) */
   const char *error;
 };
 
@@ -168,6 +169,7 @@ static void on_line(char *line) {
     return;
   }
   op->line = line;
+  op->len = line ? strlen(line) : 0;
   read_finish(op, line ? R_LINE : R_EOF);
 }
 
@@ -197,7 +199,7 @@ static int take_line(cli_term *t, read_op *op) {
   }
   memcpy(op->line, t->buf, n);
   op->line[n] = '\0';
-  if (n > 0 && op->line[n - 1] == '\r') op->line[n - 1] = '\0';
+  op->len = n > 0 && op->line[n - 1] == '\r' ? n - 1 : n;
   if (nl) n++;
   memmove(t->buf, t->buf + n, t->len - n);
   t->len -= n;
@@ -269,7 +271,7 @@ static int read_k(lua_State *L, int status, lua_KContext ctx) {
   lash_wait_check(L, &op->w);
   switch (op->status) {
     case R_LINE:
-      lua_pushstring(L, op->line);
+      lua_pushlstring(L, op->line, op->len);
       free(op->line);
       op->line = NULL;
       return 1;
