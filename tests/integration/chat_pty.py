@@ -248,8 +248,13 @@ check("e: the arguments are offered for editing", c.expect("args> ") and c.expec
 c.send("\x01\x0b" + '{"target":"tape"}' + "\r")   # Ctrl-A, Ctrl-K: replace the line
 check("edited: the tool runs with the edited arguments", c.expect("danger ran on tape"), c.recent())
 
+c.line("approve")
+check("asked a fourth time", c.expect("[y/n/e]"), c.recent())
+c.send("\x03")
+check("Ctrl-C at an approval question cancels the turn", c.expect("turn cancelled"), c.recent())
+
 c.line("count")
-check("the conversation carries over between turns", c.expect("you said: count (history 17)"), c.recent())
+check("the conversation carries over between turns", c.expect("you said: count (history 20)"), c.recent())
 c.line("/reset")
 check("/reset says it cleared the conversation", c.expect("conversation cleared"), c.recent())
 c.line("count")

@@ -149,6 +149,13 @@ function Session:model_label()
   return require("lash.agent").model_label(self.model or self.agent.model)
 end
 
+-- Ctrl-C at a question: the turn ends here, as cancelled. Raised (the run
+-- unwinds at once, cleaning up) rather than a task cancel, which would
+-- only land at the run's next wait and could hit its cleanup instead.
+function Session:cancelled_here()
+  error(require("lash").error("cancelled", "the turn was cancelled at an approval question"), 0)
+end
+
 -- Ask about a tool call that needs approval: y, n or e (edit the
 -- arguments as JSON). Ctrl-C here cancels the turn.
 function Session:ask(call)
@@ -160,10 +167,7 @@ function Session:ask(call)
     -- piped answers are not echoed by a terminal: show them in the transcript
     if line and not self.interactive then self.out(line .. "\n") end
     if not line then
-      if why == "interrupt" then
-        self:cancel_turn()
-        return "The user cancelled the turn."
-      end
+      if why == "interrupt" then return self:cancelled_here() end
       return "The user denied this tool call (no answer)."
     end
     local a = line:lower():match("^%s*(%a*)")
@@ -173,10 +177,7 @@ function Session:ask(call)
       local text = json.try_encode_canonical(call.args or {}) or "{}"
       local edited, ewhy = self.term.read("args> ", text)
       if not edited then
-        if ewhy == "interrupt" then
-          self:cancel_turn()
-          return "The user cancelled the turn."
-        end
+        if ewhy == "interrupt" then return self:cancelled_here() end
         return "The user denied this tool call (no answer)."
       end
       local v, derr = json.try_decode(edited)
