@@ -134,9 +134,14 @@ $(BUILD)/lash/core.so: $(LIB_OBJ) src/lash_core.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=src/lash_core.map -o $@ $(LIB_OBJ) $(shell pkg-config --libs libcurl yaml-0.1 sqlite3) -lm
 
-$(BUILD)/bin/lash: $(BUILD)/obj/main.o $(BUILD)/liblash_internal.a
+# The program's own terminal code (src/cli/: `lash chat`'s line editor;
+# it loads libedit when a chat starts); the libraries never have it.
+CLI_OBJ   := $(BUILD)/obj/cli/term.o
+$(CLI_OBJ) $(BUILD)/obj/main.o: src/cli/term.h
+
+$(BUILD)/bin/lash: $(BUILD)/obj/main.o $(CLI_OBJ) $(BUILD)/liblash_internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -rdynamic -o $@ $< -Wl,--whole-archive $(BUILD)/liblash_internal.a -Wl,--no-whole-archive $(LDLIBS)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $< $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/liblash_internal.a -Wl,--no-whole-archive $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash_internal.a $(HDRS)
 	@mkdir -p $(dir $@)

@@ -13,10 +13,14 @@
 ** the cleanup is skipped, and closing the state kills the jails still
 ** running. A watchdog alarm a little past the bound ends the process even
 ** if something never returns to the loop.
+**
+** `lash chat` also gets the terminal (host.term, src/cli/term.c): while it
+** is open, SIGINT goes to the session (it cancels a turn) instead.
 */
 #include "lash_lua.h"
 #include "lauxlib.h"
 #include "runtime.h"
+#include "cli/term.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -57,6 +61,7 @@ typedef struct cli_signals {
   lash_timer bound;
   lash_loop *loop;
   lash_runtime *rt;
+  cli_term *term;   /* host.term while open: SIGINT is the session's */
   uint64_t bound_ns;
   int watchdog_s;
   int signo;        /* the first signal caught, 0: none */
@@ -83,6 +88,7 @@ static void on_bound(lash_loop *loop, lash_timer *t) {
 
 static void on_signal(lash_loop *loop, lash_signal *s, int signo) {
   cli_signals *cs = s->data;
+  if (cli_term_signal(cs->term, signo)) return;
   cs->count++;
   if (cs->count == 1) {
     cs->signo = signo;
@@ -157,13 +163,15 @@ static int run_cli(lua_State *L) {
   lua_call(L, 1, 1);
   lua_getfield(L, -1, "main");
   lua_pushvalue(L, -3);
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 3);
   lua_pushlightuserdata(L, cs);
   lua_pushcclosure(L, host_trap, 1);
   lua_setfield(L, -2, "trap");
   lua_pushlightuserdata(L, cs);
   lua_pushcclosure(L, host_signal, 1);
   lua_setfield(L, -2, "signal");
+  cli_term_push(L, &cs->term);
+  lua_setfield(L, -2, "term");
   lua_call(L, 2, 1);
   return 1;
 }

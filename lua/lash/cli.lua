@@ -19,7 +19,7 @@
 
 local cli = {}
 
-local COMMANDS = { "config", "eval", "mcp", "models", "run", "sandbox", "sessions" }
+local COMMANDS = { "chat", "config", "eval", "mcp", "models", "run", "sandbox", "sessions" }
 
 --- The exit codes, one table for every command. New outcomes get a row
 -- here (and in `EXIT_ROWS`), never a private number in a command.
@@ -226,6 +226,7 @@ end
 --   `trap(seconds)` (watch SIGINT/SIGTERM/SIGHUP on the loop, with that
 --   shutdown bound) and `signal()` (the first signal caught: number, name)
 function cli.main(argv, host)
+  cli.host = host   -- for commands that need the program (chat: host.term)
   local args = {}
   for i = 1, #argv do
     args[i] = argv[i]
