@@ -199,6 +199,25 @@ describe("lash.render", function()
     assert.equal("▸ t {\"x\":1}\n  ✓ line 1 (+2 lines)\n", table.concat(out))
   end)
 
+  it("shows no escape sequence from the model or a tool on a terminal", function()
+    local p, out = printer { tty = true, color = false }
+    local evil = "a\27]52;c;ZXZpbA==\7b\27[2J\r\194\155c"
+    p:event { type = "text_delta", text = evil .. "\n" }
+    p:event { type = "tool_call", id = "1", name = "t", args = { x = evil } }
+    p:event { type = "tool_result", id = "1", name = "t", status = "ok", content = evil }
+    p:close()
+    local s = table.concat(out):gsub("\r\27%[2K", "")   -- lash's own spinner erase
+    assert.is_nil(s:find("\27", 1, true))
+    assert.is_nil(s:find("\7", 1, true))
+    assert.is_nil(s:find("\194\155", 1, true))
+    assert.matches("a^[]52;c;ZXZpbA==^Gb^[[2J^M\239\191\189c\n", s, 1, true)
+    -- piped, the model's text passes unchanged
+    local q, piped = printer { tty = false }
+    q:event { type = "text_delta", text = evil }
+    q:close()
+    assert.equal(evil .. "\n", table.concat(piped))
+  end)
+
   it("never colours with NO_COLOR, nor off a TTY", function()
     local function use_color(env)
       -- lash.render needs lash.json, whose codec is in the C module

@@ -110,8 +110,20 @@ function Printer:close()
   if not self.json and not self.at_line_start then self.write("\n") self.at_line_start = true end
 end
 
-local function one_line(s, width)
+--- Text from outside lash (a model, a tool, a server) made safe for a
+-- terminal: control characters other than newline and tab become caret
+-- notation (ESC is "^["), and C1 controls (U+0080..U+009F, which some
+-- terminals read as CSI) become U+FFFD, so no escape sequence it carries
+-- can move the cursor, retitle the window or write the clipboard.
+function M.visible(s)
   s = tostring(s or "")
+  s = s:gsub("[%z\1-\8\11-\31\127]", function(c) return "^" .. string.char((c:byte() + 64) % 128) end)
+  return (s:gsub("\194[\128-\159]", "\239\191\189"))
+end
+local visible = M.visible
+
+local function one_line(s, width)
+  s = visible(s)
   local first, rest = s:match("^([^\n]*)\n?(.*)$")
   local extra = 0
   if rest and rest ~= "" then
@@ -185,7 +197,9 @@ function handlers.text_delta(self, ev)
   self.spin_label = nil
   self.streamed = true
   end_thinking(self)
-  self:text(ev.text)
+  -- on a terminal the model's text cannot carry escape sequences; piped,
+  -- it is passed on as it came
+  self:text(self.tty and visible(ev.text) or ev.text)
 end
 handlers.text = handlers.text_delta
 
@@ -196,7 +210,7 @@ function handlers.thinking_delta(self, ev)
     self.thinking = true
   end
   self:clear_spin()
-  self.write(self:paint("dim", ev.text))
+  self.write(self:paint("dim", self.tty and visible(ev.text) or ev.text))
   self.at_line_start = ev.text:sub(-1) == "\n"
 end
 handlers.thinking = function(self, ev)
@@ -252,7 +266,7 @@ function handlers.run_end(self, ev)
     if not self.streamed then self:line(json.encode_canonical(ev.output)) end
   elseif ev.output and ev.output ~= "" and not self.streamed then
     -- not streamed: the answer arrives whole
-    self:text(ev.output)
+    self:text(self.tty and visible(ev.output) or ev.output)
   end
   local elapsed = self.started and (lash().now() - self.started) or nil
   if ev.stop_reason == "approval_required" then
