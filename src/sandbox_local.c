@@ -249,6 +249,8 @@ static void meta_parse(lua_State *L, int t, const char *id, meta *m) {
     m->limits.open_files = (uint64_t)mnum(L, l, "open_files", 0);
     m->limits.processes = (uint64_t)mnum(L, l, "processes", 0);
     m->limits.file_size = (uint64_t)mnum(L, l, "file_size", 0);
+    m->limits.memory = (uint64_t)mnum(L, l, "memory", 0);
+    m->limits.pids = (uint64_t)mnum(L, l, "pids", 0);
   }
   lua_pop(L, 1);
   if (!m->workdir[0] || !m->rootfs[0])
@@ -450,14 +452,19 @@ static int local_probe(lua_State *L) {
 /* ---- create --------------------------------------------------------------- */
 
 static const char *const limit_names[] = {
-  "address_space", "cpu_seconds", "open_files", "processes", "file_size", NULL
+  "address_space", "cpu_seconds", "open_files", "processes", "file_size",
+  "memory", "pids", NULL
 };
+#define N_LIMITS 7
+#define LIMIT_MEMORY 5   /* the cgroup ones: enforced or refused */
+#define LIMIT_PIDS 6
 
 /* Push the limits table of the sandbox: defaults overridden by spec.limits
-** (a positive integer, or false to inherit lash's own limit). */
-static void check_limits(lua_State *L, int spec) {
+** (a positive integer, or false to inherit lash's own limit). explicit[i]
+** is set for the names the spec gave a number. */
+static void check_limits(lua_State *L, int spec, int explicit[N_LIMITS]) {
   lsb_limits d;
-  uint64_t vals[5];
+  uint64_t vals[N_LIMITS];
   int i;
   lsb_limits_default(&d);
   vals[0] = d.address_space;
@@ -465,11 +472,14 @@ static void check_limits(lua_State *L, int spec) {
   vals[2] = d.open_files;
   vals[3] = d.processes;
   vals[4] = d.file_size;
+  vals[5] = d.memory;
+  vals[6] = d.pids;
+  memset(explicit, 0, N_LIMITS * sizeof *explicit);
   if (lua_getfield(L, spec, "limits") != LUA_TNIL) {
     int t = lua_gettop(L);
     if (!lua_istable(L, t))
       luaL_error(L, "limits must be a table (address_space, cpu_seconds, "
-                 "open_files, processes, file_size)");
+                 "open_files, processes, file_size, memory, pids)");
     lua_pushnil(L);
     while (lua_next(L, t)) {
       const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
@@ -479,10 +489,10 @@ static void check_limits(lua_State *L, int spec) {
         found = 1;
         if (lua_isboolean(L, -1) && !lua_toboolean(L, -1)) vals[i] = 0;
         else if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0)
-          vals[i] = (uint64_t)lua_tointeger(L, -1);
+          vals[i] = (uint64_t)lua_tointeger(L, -1), explicit[i] = 1;
         else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) >= 1 &&
                  lua_tonumber(L, -1) == floor(lua_tonumber(L, -1)))
-          vals[i] = (uint64_t)lua_tonumber(L, -1);
+          vals[i] = (uint64_t)lua_tonumber(L, -1), explicit[i] = 1;
         else
           luaL_error(L, "limits.%s must be a positive integer (or false to "
                      "keep lash's own limit), got %s", k, luaL_tolstring(L, -1, NULL));
@@ -490,12 +500,15 @@ static void check_limits(lua_State *L, int spec) {
       if (!found)
         luaL_error(L, "limits has an unknown field '%s' (it takes "
                    "address_space, cpu_seconds, open_files, processes, "
-                   "file_size)", k);
+                   "file_size, memory, pids)", k);
       lua_pop(L, 1);
     }
   }
   lua_pop(L, 1);
-  lua_createtable(L, 0, 5);
+  if (explicit[LIMIT_MEMORY] && vals[LIMIT_MEMORY] < (16u << 20))
+    luaL_error(L, "limits.memory must be at least 16 MiB (16777216); got %I",
+               (lua_Integer)vals[LIMIT_MEMORY]);
+  lua_createtable(L, 0, N_LIMITS);
   for (i = 0; limit_names[i]; i++) {
     lua_pushinteger(L, (lua_Integer)vals[i]);
     lua_setfield(L, -2, limit_names[i]);
@@ -547,11 +560,87 @@ static void check_workdir(lua_State *L, const char *workdir,
   }
 }
 
+/* Candidates for a sandbox's host uid: the one drawn first, then random
+** ones in the reserved range. */
+typedef struct uid_draw {
+  uint32_t first;
+  int n;
+} uid_draw;
+
+static uint32_t uid_next(void *ud) {
+  uid_draw *d = ud;
+  uint32_t r = 0;
+  if (d->n++ == 0) return d->first;
+  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+    r = (uint32_t)getpid() * 2654435761u ^ (uint32_t)d->n;
+  return LSB_UID_BASE + r % LSB_UID_RANGE;
+}
+
+/* Give box b its cgroup (see sandbox_cgroup.c) with the limits of the meta
+** table; save it in the box. Where none can be made: limits the caller
+** asked for are refused (returns -1 with the message in why); defaults fall
+** back, with a warning once per state. */
+static int create_cgroup(lua_State *L, const char *id, lsb_box *b,
+                         int meta_idx, const int explicit[N_LIMITS],
+                         lsb_cgroup *cg, char *why, size_t whysz) {
+  uint64_t pids, memory;
+  char reason[1024];
+  int rc;
+  lua_getfield(L, meta_idx, "limits");
+  pids = (uint64_t)mnum(L, -1, "pids", 0);
+  memory = (uint64_t)mnum(L, -1, "memory", 0);
+  lua_pop(L, 1);
+  if (!pids && !memory) {
+    /* nothing to bound: no group either */
+    memset(cg, 0, sizeof *cg);
+    return 0;
+  }
+  rc = lsb_cgroup_setup(id, pids, memory, cg, reason, sizeof reason);
+  if (!rc) rc = lsb_cgroup_save(b->dirfd, cg, pids, memory);
+  if (!rc) {
+    lua_pushstring(L, cg->version == 2 ? "v2" : "v1");
+    lua_setfield(L, meta_idx, "cgroup");
+    return 0;
+  }
+  if (cg->version) {
+    snprintf(reason, sizeof reason, "cannot record the sandbox's cgroup: %s",
+             strerror(-rc));
+    lsb_cgroup_remove(cg);
+    memset(cg, 0, sizeof *cg);
+  }
+  if (explicit[LIMIT_MEMORY] || explicit[LIMIT_PIDS]) {
+    snprintf(why, whysz, "limits.%s needs a cgroup of the sandbox's own, and "
+             "lash cannot make one here: %s. Run lash where it can write "
+             "cgroups (as root, or with a delegated cgroup v2 subtree in "
+             "LASH_CGROUP_ROOT), or pass --limit %s=none to rely on the "
+             "rlimits (address_space, processes) and the sandbox's own uid",
+             explicit[LIMIT_MEMORY] ? "memory" : "pids", reason,
+             explicit[LIMIT_MEMORY] ? "memory" : "pids");
+    return -1;
+  }
+  lua_pushstring(L, "none");
+  lua_setfield(L, meta_idx, "cgroup");
+  lua_getfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.cgroup_warned");
+  if (!lua_toboolean(L, -1)) {
+    lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
+                     "local sandboxes get no cgroup of their own (%s): their "
+                     "memory is bounded only per process (limits.address_space)"
+                     " and their processes by the per-uid count "
+                     "(limits.processes)", reason);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.cgroup_warned");
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
 static int local_create(lua_State *L) {
   char root[LSB_PATH_MAX], id[LSB_ID_LEN + 1], where[2 * LSB_PATH_MAX];
   char rootfs[LSB_PATH_MAX], ws_host[2 * LSB_PATH_MAX];
   const char *workdir, *iso = "bwrap", *bwrap_path = NULL, *netmode = "off", *from = NULL;
-  int none, rc, tries, du = 1, meta_idx, spec = 2;
+  int none, rc, tries, du = 1, meta_idx, spec = 2, own_uid = 0;
+  int explicit[N_LIMITS];
+  lsb_cgroup cg;
   uid_t uid = getuid();
   gid_t gid = getgid();
   lsb_box *b;
@@ -673,6 +762,7 @@ static int local_create(lua_State *L) {
     if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) r = (uint32_t)getpid() ^ (uint32_t)time(NULL);
     uid = (uid_t)(LSB_UID_BASE + r % LSB_UID_RANGE);
     gid = (gid_t)uid;
+    own_uid = 1;     /* reserved once the box exists (below) */
   }
   lua_createtable(L, 0, 16);
   meta_idx = lua_gettop(L);
@@ -702,7 +792,7 @@ static int local_create(lua_State *L) {
   lua_setfield(L, meta_idx, "uid");
   lua_pushinteger(L, (lua_Integer)gid);
   lua_setfield(L, meta_idx, "gid");
-  check_limits(L, spec);
+  check_limits(L, spec, explicit);
   lua_setfield(L, meta_idx, "limits");
   lua_getfield(L, spec, "tags");
   lua_setfield(L, meta_idx, "tags");
@@ -728,6 +818,40 @@ static int local_create(lua_State *L) {
   if (rc)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create a sandbox under "
                        "%s: %s", root, strerror(-rc));
+  snprintf(where, sizeof where, "%s/%s", root, id);
+  if (own_uid) {
+    /* a uid no account, process or other sandbox holds */
+    uid_draw d;
+    d.first = (uint32_t)uid;
+    d.n = 0;
+    rc = lsb_uid_reserve(LSB_UID_DIR, where, uid_next, &d, &uid);
+    if (rc) {
+      lsb_box_close(b);
+      lsb_rmtree_at(AT_FDCWD, where);
+      lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot reserve a host uid "
+                         "for the sandbox under %s: %s", LSB_UID_DIR,
+                         strerror(-rc));
+    }
+    gid = (gid_t)uid;
+    lua_pushinteger(L, (lua_Integer)uid);
+    lua_setfield(L, meta_idx, "uid");
+    lua_pushinteger(L, (lua_Integer)gid);
+    lua_setfield(L, meta_idx, "gid");
+    {
+      char u[24];
+      int n = snprintf(u, sizeof u, "%u\n", (unsigned)uid);
+      lsb_write_atomic(b->dirfd, "uid", u, (size_t)n, 0600);
+    }
+  }
+  {
+    char why[2048];
+    if (create_cgroup(L, id, b, meta_idx, explicit, &cg, why, sizeof why)) {
+      lsb_box_close(b);
+      if (own_uid) lsb_uid_release(LSB_UID_DIR, uid, where);
+      lsb_rmtree_at(AT_FDCWD, where);
+      lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported", "%s", why);
+    }
+  }
   if (none) {
     snprintf(ws_host, sizeof ws_host, "%s/%s/workspace", root, id);
     lua_pushstring(L, ws_host);
@@ -750,6 +874,8 @@ static int local_create(lua_State *L) {
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
     snprintf(where, sizeof where, "%s/%s", root, id);
     lsb_box_close(b);
+    lsb_cgroup_remove(&cg);
+    if (own_uid) lsb_uid_release(LSB_UID_DIR, uid, where);
     lsb_rmtree_at(AT_FDCWD, where);
     lua_error(L);
   }
@@ -771,6 +897,8 @@ static int local_create(lua_State *L) {
   if (rc) {
     snprintf(where, sizeof where, "%s/%s", root, id);
     lsb_box_close(b);
+    lsb_cgroup_remove(&cg);
+    if (own_uid) lsb_uid_release(LSB_UID_DIR, uid, where);
     lsb_rmtree_at(AT_FDCWD, where);
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create sandbox files "
                        "under %s: %s", root, strerror(-rc));
@@ -1169,6 +1297,8 @@ static int local_exec(lua_State *L) {
   char *empty[] = {NULL};   /* bwrap's own environment */
   int infop[2] = {-1, -1};
   int argsfd = -1;
+  lsb_cgroup cg;
+  uint64_t cg_pids = 0, cg_memory = 0;
   luaL_checktype(L, 1, LUA_TTABLE);
   id = check_id(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
@@ -1176,6 +1306,11 @@ static int local_exec(lua_State *L) {
   lua_settop(L, 4);
   load(L, 1, id, root, sizeof root, &box, &m, 0);   /* 5 box, 6 meta */
   metat = 6;
+  rc = lsb_cgroup_load(box->dirfd, id, &cg, &cg_pids, &cg_memory);
+  if (rc && rc != -ENOENT)
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "corrupt", "the cgroup record "
+                       "of sandbox '%s' is damaged (%s); destroy it", id,
+                       strerror(-rc));
   lua_getfield(L, 4, "timeout");
   timeout = lua_tointeger(L, -1);
   lua_getfield(L, 4, "max_output_bytes");
@@ -1234,6 +1369,7 @@ static int local_exec(lua_State *L) {
   env_strings(L, envt, &envs);
   if (!m.isolation_none) v = build_view(L, root, &m, 0);
   memset(&so, 0, sizeof so);
+  so.cgroup_fds[0] = so.cgroup_fds[1] = -1;
   so.limits = &m.limits;
   so.drop = m.drop;
   so.uid = m.uid;
@@ -1287,7 +1423,14 @@ static int local_exec(lua_State *L) {
     so.pass_fd = argsfd;
     so.pass_fd2 = infop[1];
   }
+  if (!rc && cg.version) {
+    /* into the sandbox's group, or not at all: its limits must hold */
+    rc = lsb_cgroup_open(&cg, cg_pids, cg_memory, so.cgroup_fds);
+    if (rc) stage = "joining the sandbox's cgroup";
+    so.join_cgroup = 1;
+  }
   if (!rc) rc = lsb_spawn_child(&so, &sp, &stage);
+  lsb_cgroup_close(so.cgroup_fds);
   if (argsfd >= 0) close(argsfd);
   if (infop[1] >= 0) close(infop[1]);
   if (rc && infop[0] >= 0) close(infop[0]);
@@ -1794,6 +1937,18 @@ static int local_poll(lua_State *L) {
 
 /* ---- destroy, list, gc --------------------------------------------------------- */
 
+/* Release the host uid recorded in a box (file "uid") that lived at path. */
+static void release_uid(int dirfd, const char *path) {
+  char *data = NULL;
+  size_t len;
+  if (lsb_read_all(dirfd, "uid", 32, &data, &len) == 0) {
+    unsigned long u = strtoul(data, NULL, 10);
+    if (u >= LSB_UID_BASE && u < (unsigned long)LSB_UID_BASE + LSB_UID_RANGE)
+      lsb_uid_release(LSB_UID_DIR, (uid_t)u, path);
+  }
+  free(data);
+}
+
 /* Destroy id under root: kill its running commands, move it out of the
 ** way atomically (so it is gone for everyone at once), remove the files.
 ** Returns 1 when it existed, 0 when it was already gone. */
@@ -1801,7 +1956,7 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
   lsb_box *box = push_box(L);
   char trash[LSB_PATH_MAX + 64], from[LSB_PATH_MAX];
   unsigned char r[4];
-  int rc = lsb_box_open(root, id, 1, box), i;
+  int rc = lsb_box_open(root, id, 1, box), i, cg_busy;
   if (rc == -ENOENT) {
     lua_pop(L, 1);
     return 0;
@@ -1810,8 +1965,12 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open sandbox '%s': %s",
                        id, strerror(-rc));
   lsb_jobs_kill(box->dirfd);
-  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) memset(r, 0, sizeof r);
   snprintf(from, sizeof from, "%s/%s", root, id);
+  /* whatever still runs in its cgroup (an escaped or orphaned process),
+  ** then the group; the uid goes back with the sandbox */
+  cg_busy = lsb_cgroup_remove_at(box->dirfd, id) != 0;
+  release_uid(box->dirfd, from);
+  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) memset(r, 0, sizeof r);
   snprintf(trash, sizeof trash, "%s/.trash-%s-%02x%02x%02x%02x", root, id,
            r[0], r[1], r[2], r[3]);
   if (rename(from, trash) != 0) {
@@ -1826,7 +1985,7 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
   lua_pop(L, 1);
   /* killed processes may still be writing for a moment: retry briefly, and
   ** leave what resists to gc (the sandbox is already gone by its id) */
-  for (i = 0; i < 20; i++) {
+  for (i = 0; i < 20 && !cg_busy; i++) {   /* a busy group: gc retries */
     if (lsb_rmtree_at(AT_FDCWD, trash) == 0) break;
     usleep(10000);
   }
@@ -1935,6 +2094,17 @@ static int local_gc(lua_State *L) {
     name = lua_tostring(L, -1);
     snprintf(path, sizeof path, "%s/%s", root, name);
     if (name[0] == '.') {          /* a destroy that left files behind */
+      int tfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (tfd >= 0) {
+        char tid[LSB_ID_LEN + 1];
+        snprintf(tid, sizeof tid, "%s", name + 7);
+        if (lsb_id_valid(tid) && lsb_cgroup_remove_at(tfd, tid) != 0) {
+          close(tfd);          /* still busy: keep the record for next time */
+          lua_settop(L, top);
+          continue;
+        }
+        close(tfd);
+      }
       lsb_rmtree_at(AT_FDCWD, path);
       lua_settop(L, top);
       continue;
