@@ -236,10 +236,14 @@ static int apply_limits(const lsb_cgroup *cg, uint64_t pids, uint64_t memory) {
   return 0;
 }
 
-static int make_groups(lsb_cgroup *cg) {
+/* mkdir each directory of the group; *failed: the one that would not */
+static int make_groups(lsb_cgroup *cg, int *failed) {
   int i, rc;
   for (i = 0; i < (cg->version == 2 ? 1 : 2); i++)
-    if ((rc = mkdir_ok(cg->dir[i])) != 0) return rc;
+    if ((rc = mkdir_ok(cg->dir[i])) != 0) {
+      if (failed) *failed = i;
+      return rc;
+    }
   return 0;
 }
 
@@ -305,12 +309,16 @@ int lsb_cgroup_setup(const char *id, uint64_t pids, uint64_t memory,
       (size_t)snprintf(cg->dir[0], sizeof cg->dir[0], "%s/%s", base, id) >=
           sizeof cg->dir[0])
     return -ENAMETOOLONG;
-  if ((rc = make_groups(cg)) != 0 || (rc = apply_limits(cg, pids, memory)) != 0) {
-    snprintf(why, whysz, "cannot set up the sandbox's cgroup %s (%s)",
-             cg->dir[cg->version == 1 && rc ? 1 : 0], strerror(-rc));
-    lsb_cgroup_remove(cg);
-    memset(cg, 0, sizeof *cg);
-    return rc;
+  {
+    int failed = 0;
+    if ((rc = make_groups(cg, &failed)) != 0 ||
+        (rc = apply_limits(cg, pids, memory)) != 0) {
+      snprintf(why, whysz, "cannot set up the sandbox's cgroup %s (%s)",
+               cg->dir[failed], strerror(-rc));
+      lsb_cgroup_remove(cg);
+      memset(cg, 0, sizeof *cg);
+      return rc;
+    }
   }
   return 0;
 }
@@ -381,7 +389,7 @@ int lsb_cgroup_open(const lsb_cgroup *cg, uint64_t pids, uint64_t memory,
   fds[0] = fds[1] = -1;
   /* gone since it was made (a reboot empties cgroupfs): make it again */
   if (access(cg->dir[0], F_OK) != 0 || (n == 2 && access(cg->dir[1], F_OK) != 0)) {
-    if ((rc = make_groups((lsb_cgroup *)cg)) != 0 ||
+    if ((rc = make_groups((lsb_cgroup *)cg, NULL)) != 0 ||
         (rc = apply_limits(cg, pids, memory)) != 0)
       return rc;
   }
