@@ -251,6 +251,7 @@ static void meta_parse(lua_State *L, int t, const char *id, meta *m) {
     m->limits.file_size = (uint64_t)mnum(L, l, "file_size", 0);
     m->limits.memory = (uint64_t)mnum(L, l, "memory", 0);
     m->limits.pids = (uint64_t)mnum(L, l, "pids", 0);
+    m->limits.disk = (uint64_t)mnum(L, l, "disk", 0);
   }
   lua_pop(L, 1);
   if (!m->workdir[0] || !m->rootfs[0])
@@ -280,6 +281,15 @@ static void load(lua_State *L, int cfg, const char *id, char *root,
   meta_load(L, *box, id);
   meta_parse(L, -1, id, m);
   if (wall_now() >= m->expires_at) raise_expired(L, m);
+  {
+    /* a disk quota's filesystem a reboot unmounted: back first */
+    char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
+    int rc;
+    snprintf(bp, sizeof bp, "%s/%s", root, id);
+    if ((rc = lsb_disk_ensure((*box)->dirfd, bp, why, sizeof why)) != 0)
+      lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "io", "sandbox '%s': %s", id,
+                         why);
+  }
 }
 
 static void box_path(lua_State *L, const char *root, const char *id,
@@ -453,11 +463,12 @@ static int local_probe(lua_State *L) {
 
 static const char *const limit_names[] = {
   "address_space", "cpu_seconds", "open_files", "processes", "file_size",
-  "memory", "pids", NULL
+  "memory", "pids", "disk", NULL
 };
-#define N_LIMITS 7
+#define N_LIMITS 8
 #define LIMIT_MEMORY 5   /* the cgroup ones: enforced or refused */
 #define LIMIT_PIDS 6
+#define LIMIT_DISK 7     /* a filesystem of its own: made or refused */
 
 /* Push the limits table of the sandbox: defaults overridden by spec.limits
 ** (a positive integer, or false to inherit lash's own limit). explicit[i]
@@ -474,12 +485,13 @@ static void check_limits(lua_State *L, int spec, int explicit[N_LIMITS]) {
   vals[4] = d.file_size;
   vals[5] = d.memory;
   vals[6] = d.pids;
+  vals[7] = d.disk;
   memset(explicit, 0, N_LIMITS * sizeof *explicit);
   if (lua_getfield(L, spec, "limits") != LUA_TNIL) {
     int t = lua_gettop(L);
     if (!lua_istable(L, t))
       luaL_error(L, "limits must be a table (address_space, cpu_seconds, "
-                 "open_files, processes, file_size, memory, pids)");
+                 "open_files, processes, file_size, memory, pids, disk)");
     lua_pushnil(L);
     while (lua_next(L, t)) {
       const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
@@ -500,11 +512,14 @@ static void check_limits(lua_State *L, int spec, int explicit[N_LIMITS]) {
       if (!found)
         luaL_error(L, "limits has an unknown field '%s' (it takes "
                    "address_space, cpu_seconds, open_files, processes, "
-                   "file_size, memory, pids)", k);
+                   "file_size, memory, pids, disk)", k);
       lua_pop(L, 1);
     }
   }
   lua_pop(L, 1);
+  if (explicit[LIMIT_DISK] && vals[LIMIT_DISK] < (16u << 20))
+    luaL_error(L, "limits.disk must be at least 16 MiB (16777216); got %I",
+               (lua_Integer)vals[LIMIT_DISK]);
   if (explicit[LIMIT_MEMORY] && vals[LIMIT_MEMORY] < (16u << 20))
     luaL_error(L, "limits.memory must be at least 16 MiB (16777216); got %I",
                (lua_Integer)vals[LIMIT_MEMORY]);
@@ -640,6 +655,7 @@ static int local_create(lua_State *L) {
   const char *workdir, *iso = "bwrap", *bwrap_path = NULL, *netmode = "off", *from = NULL;
   int none, rc, tries, du = 1, meta_idx, spec = 2, own_uid = 0;
   int explicit[N_LIMITS];
+  uint64_t disk = 0;
   lsb_cgroup cg;
   uid_t uid = getuid();
   gid_t gid = getgid();
@@ -793,7 +809,17 @@ static int local_create(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)gid);
   lua_setfield(L, meta_idx, "gid");
   check_limits(L, spec, explicit);
+  lua_getfield(L, -1, "disk");
+  disk = (uint64_t)lua_tointeger(L, -1);
+  lua_pop(L, 1);
   lua_setfield(L, meta_idx, "limits");
+  if (disk && !lsb_disk_usable(where, sizeof where))
+    lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported", "limits.disk needs a "
+                       "filesystem of the sandbox's own, and lash cannot make "
+                       "one here: %s. Run lash as root on a machine with loop "
+                       "devices, or leave --limit disk out (the workspace and "
+                       "/tmp then share the state root's filesystem; each file "
+                       "stays under limits.file_size)", where);
   lua_getfield(L, spec, "tags");
   lua_setfield(L, meta_idx, "tags");
   /* create the state root; the jail's uid must be able to reach it */
@@ -888,6 +914,15 @@ static int local_create(lua_State *L) {
       (fchownat(b->dirfd, "workspace", uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
        fchownat(b->dirfd, "tmp", uid, gid, AT_SYMLINK_NOFOLLOW) != 0))
     rc = -errno;
+  if (!rc && disk) {
+    /* the disk quota: workspace and tmp in a filesystem of that size */
+    char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
+    snprintf(bp, sizeof bp, "%s/%s", root, id);
+    why[0] = '\0';
+    rc = lsb_disk_create(bp, disk, uid, gid, why, sizeof why);
+    if (rc) lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "sandbox %s: "
+                             "limits.disk: %s", id, why[0] ? why : strerror(-rc));
+  }
   if (!rc && from) {
     snprintf(ws_host, sizeof ws_host, "%s/%s/workspace", root, id);
     rc = lsb_snapshot_restore(root, from, ws_host, uid, gid, where, sizeof where);
@@ -899,6 +934,7 @@ static int local_create(lua_State *L) {
     lsb_box_close(b);
     lsb_cgroup_remove(&cg);
     if (own_uid) lsb_uid_release(LSB_UID_DIR, uid, where);
+    lsb_disk_release(where);
     lsb_rmtree_at(AT_FDCWD, where);
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create sandbox files "
                        "under %s: %s", root, strerror(-rc));
@@ -1970,6 +2006,7 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
   ** then the group; the uid goes back with the sandbox */
   cg_busy = lsb_cgroup_remove_at(box->dirfd, id) != 0;
   release_uid(box->dirfd, from);
+  lsb_disk_release(from);
   if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) memset(r, 0, sizeof r);
   snprintf(trash, sizeof trash, "%s/.trash-%s-%02x%02x%02x%02x", root, id,
            r[0], r[1], r[2], r[3]);
@@ -2105,6 +2142,7 @@ static int local_gc(lua_State *L) {
         }
         close(tfd);
       }
+      lsb_disk_release(path);
       lsb_rmtree_at(AT_FDCWD, path);
       lua_settop(L, top);
       continue;

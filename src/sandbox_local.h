@@ -10,6 +10,7 @@
 **   sandbox_jail.c   the jail policy as a bubblewrap command line, masks
 **                    for host secrets, rlimits, and spawning a jailed child;
 **   sandbox_cgroup.c the control group of each sandbox (pids, memory);
+**   sandbox_disk.c   the disk quota: a filesystem of the sandbox's own;
 **   sandbox_local.c  the backend slots (see sandbox.h) tying these together.
 ** Nothing here touches Lua except sandbox_local.c.
 */
@@ -232,6 +233,7 @@ typedef struct lsb_limits {
   uint64_t file_size;        /* bytes, RLIMIT_FSIZE */
   uint64_t memory;           /* bytes, the sandbox's cgroup memory.max */
   uint64_t pids;             /* the sandbox's cgroup pids.max */
+  uint64_t disk;             /* bytes: a filesystem of its own (0: none) */
 } lsb_limits;
 
 /* Defaults sized for everyday builds. */
@@ -371,5 +373,22 @@ int  lsb_cgroup_kill(const lsb_cgroup *cg);
 int  lsb_cgroup_remove(const lsb_cgroup *cg);
 /* Remove the group recorded in a box, if any. */
 int  lsb_cgroup_remove_at(int boxfd, const char *id);
+
+/* ---- the disk quota (sandbox_disk.c) -------------------------------- */
+
+/* 1 when a quota can be made here (root, loop devices, mkfs.ext4); else 0
+** and *why says what is missing. */
+int  lsb_disk_usable(char *why, size_t whysz);
+/* Give the box at path box (its empty workspace/ and tmp/ made) a
+** filesystem of bytes: <box>/disk.img, mounted at <box>/disk, its
+** workspace/ and tmp/ (owned uid/gid) bound onto the box's. 0 or -errno
+** with *why. */
+int  lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
+                     char *why, size_t whysz);
+/* A box with a quota whose mounts are gone (a reboot): mount them again.
+** 0 (also for a box without a quota) or -errno with *why. */
+int  lsb_disk_ensure(int boxfd, const char *box, char *why, size_t whysz);
+/* Unmount (lazily) the box's quota filesystem and its binds. */
+void lsb_disk_release(const char *box);
 
 #endif

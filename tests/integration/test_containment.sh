@@ -229,6 +229,33 @@ else
   n=$((n+1)); echo "ok $n - # SKIP per-sandbox cgroup cases: lash cannot write cgroups here ($(grep -o 'lash cannot make one here: [^.]*' "$work/cgerr" | head -c 200))"
 fi
 
+# --- a disk quota per sandbox (limits.disk) ---------------------------------
+# As root with loop devices: the workspace and /tmp in an ext4 filesystem of
+# the quota's size. Elsewhere --limit disk is refused, naming why.
+D=$(sb create --timeout 600 --limit disk=$((48 * 1024 * 1024)) 2>"$work/diskerr")
+if [ -n "$D" ]; then
+  E=$(sb create --timeout 600)
+  ID_SAVE=$ID; ID=$D
+  jail 'dd if=/dev/zero of=big bs=1M count=80 2>/dev/null; echo "dd $?"; dd if=/dev/zero of=/tmp/more bs=1M count=8 2>/dev/null; echo "dd $?"; du -sk . | cut -f1'
+  set -- $out x x x
+  check "a write past the disk quota fails in the sandbox ($1 $2; $5 KiB kept)" test "$2" != 0 -a "${5:-999999}" -le 49152
+  check "  /tmp shares the quota ($3 $4)" test "$4" != 0
+  ID=$ID_SAVE
+  out=$(sb exec "$E" -- sh -c 'dd if=/dev/zero of=big bs=1M count=80 2>/dev/null; echo "dd $?"; rm big' 2>&1)
+  check "  another sandbox is not bounded by it ($out)" test "$out" = "dd 0"
+  # a reboot unmounts everything: the next use mounts it again
+  for m in workspace tmp disk; do umount -l "$LASH_SANDBOX_ROOT/$D/$m"; done
+  out=$(sb exec "$D" -- sh -c 'ls big >/dev/null && df -k . | tail -1 | awk "{print \$2}"' 2>&1)
+  check "  lost mounts are made again on the next use, files kept ($out KiB)" test "${out:-0}" -gt 0 -a "${out:-999999}" -le 49152
+  sb destroy "$D"; sb destroy "$E"
+  check "  destroy unmounts it and removes the image" \
+    sh -c "! grep -q '$D' /proc/self/mounts && test ! -e '$LASH_SANDBOX_ROOT/$D' && ! losetup -a 2>/dev/null | grep -q '$D'"
+else
+  check "without root or loop devices, --limit disk is refused naming why ($(head -c 160 "$work/diskerr"))" \
+    grep -q 'limits.disk needs a filesystem' "$work/diskerr"
+  n=$((n+1)); echo "ok $n - # SKIP disk quota cases: $(grep -o 'cannot make one here: [^.]*' "$work/diskerr" | head -c 200)"
+fi
+
 # --- /dev/shm ---------------------------------------------------------------
 jail 'df -k /dev/shm | tail -1 | awk "{print \$2}"; dd if=/dev/zero of=/dev/shm/big bs=1M count=200 2>/dev/null; echo "dd $?"; ls /dev/shm'
 set -- $out x x x

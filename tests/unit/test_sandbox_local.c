@@ -450,7 +450,7 @@ static void test_spawn(void) {
   char *envp[] = {path_, NULL};
   lsb_spawn_opts o;
   lsb_spawn sp;
-  lsb_limits lim = {0, 0, 77, 0, 0, 0, 0};
+  lsb_limits lim = {0, 0, 77, 0, 0, 0, 0, 0};
   const char *stage;
   char out[512], exe[256];
   int st, leak = open("/dev/null", O_RDONLY);   /* not close-on-exec */
