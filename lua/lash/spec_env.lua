@@ -13,7 +13,8 @@
 -- network, a backend's endpoint or credentials, a model endpoint that
 -- would receive the host's API key) come only from the trusted side; in an
 -- untrusted spec, Lua, YAML or JSON alike, they are refused when the spec
--- is loaded, naming the option and the flag that sets it.
+-- is loaded, naming the option and the flag that sets it. The functions it
+-- hands the constructors run later under a budget per call (M.CALL_BUDGET).
 --
 -- Review rule: a name goes into API below only if calling it, at load
 -- time or later from a function the spec defined, cannot reach anything
