@@ -7,7 +7,10 @@
 ** freshly forked child join it before it execs, kills whatever is left in
 ** it, and removes it. The group is recorded in the sandbox's directory
 ** (file "cgroup"), so every lash process that runs the sandbox's commands
-** puts them in the same group, and one lost at a reboot is made again.
+** puts them in the same group, and one lost at a reboot is made again. As
+** root each group is also listed in LSB_CGROUP_DIR with its sandbox's
+** path, so that groups whose sandbox vanished without a destroy (its state
+** root deleted) are found and removed when the next sandbox is made.
 ** Nothing else in the backend knows how cgroups are laid out.
 */
 #include "sandbox_local.h"
@@ -476,6 +479,77 @@ int lsb_cgroup_remove(const lsb_cgroup *cg) {
 
 int lsb_cgroup_remove_at(int boxfd, const char *id) {
   lsb_cgroup cg;
+  int rc;
   if (lsb_cgroup_load(boxfd, id, &cg, NULL, NULL) != 0) return 0;
-  return lsb_cgroup_remove(&cg);
+  rc = lsb_cgroup_remove(&cg);
+  if (rc == 0) lsb_cgroup_unregister(id);
+  return rc;
+}
+
+/* ---- the list of groups (as root) ----------------------------------- */
+
+void lsb_cgroup_register(const char *id, const char *box) {
+  char body[LSB_PATH_MAX + 2];
+  int dfd, n;
+  if (geteuid() != 0 || lsb_mkdirs(LSB_CGROUP_DIR, 0700) != 0) return;
+  dfd = open(LSB_CGROUP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return;
+  n = snprintf(body, sizeof body, "%s\n", box);
+  lsb_write_atomic(dfd, id, body, (size_t)n, 0600);
+  close(dfd);
+}
+
+void lsb_cgroup_unregister(const char *id) {
+  char p[LSB_PATH_MAX];
+  if (!lsb_id_valid(id)) return;
+  snprintf(p, sizeof p, "%s/%s", LSB_CGROUP_DIR, id);
+  unlink(p);
+}
+
+/* Is the sandbox of group id still there (listed, its directory present)?
+** Unlisted counts as there: not ours to judge. */
+static int owner_alive(int dfd, const char *id) {
+  char *data = NULL;
+  size_t len;
+  struct stat st;
+  int alive = 1;
+  if (lsb_read_all(dfd, id, LSB_PATH_MAX, &data, &len) == 0) {
+    while (len && data[len - 1] == '\n') data[--len] = '\0';
+    alive = len > 0 && stat(data, &st) == 0;
+  }
+  free(data);
+  return alive;
+}
+
+int lsb_cgroup_sweep(const lsb_cgroup *cg) {
+  int i, n = cg->version == 2 ? 1 : cg->version == 1 ? 2 : 0, removed = 0;
+  int dfd = open(LSB_CGROUP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return 0;
+  for (i = 0; i < n; i++) {
+    char base[LSB_PATH_MAX];
+    const char *slash = strrchr(cg->dir[i], '/');
+    DIR *d;
+    struct dirent *e;
+    if (!slash) continue;
+    snprintf(base, sizeof base, "%.*s", (int)(slash - cg->dir[i]), cg->dir[i]);
+    if (!(d = opendir(base))) continue;
+    while ((e = readdir(d)) != NULL) {
+      lsb_cgroup one;
+      if (!lsb_id_valid(e->d_name) || owner_alive(dfd, e->d_name)) continue;
+      /* its sandbox is gone: what is left in the group, then the group */
+      memset(&one, 0, sizeof one);
+      one.version = 2;               /* one directory at a time */
+      if (strlen(base) + 1 + strlen(e->d_name) >= sizeof one.dir[0]) continue;
+      strcpy(one.dir[0], base);
+      strcat(one.dir[0], "/");
+      strcat(one.dir[0], e->d_name);
+      if (lsb_cgroup_remove(&one) == 0) {
+        removed++;
+        if (i == n - 1) unlinkat(dfd, e->d_name, 0);
+      }
+    }
+    closedir(d);
+  }
+  close(dfd);
+  return removed;
 }

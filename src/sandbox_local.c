@@ -595,8 +595,8 @@ static uint32_t uid_next(void *ud) {
 ** table; save it in the box. Where none can be made: limits the caller
 ** asked for are refused (returns -1 with the message in why); defaults fall
 ** back, with a warning once per state. */
-static int create_cgroup(lua_State *L, const char *id, lsb_box *b,
-                         int meta_idx, const int explicit[N_LIMITS],
+static int create_cgroup(lua_State *L, const char *id, const char *path,
+                         lsb_box *b, int meta_idx, const int explicit[N_LIMITS],
                          lsb_cgroup *cg, char *why, size_t whysz) {
   uint64_t pids, memory;
   char reason[1024];
@@ -615,6 +615,9 @@ static int create_cgroup(lua_State *L, const char *id, lsb_box *b,
   if (!rc) {
     lua_pushstring(L, cg->version == 2 ? "v2" : "v1");
     lua_setfield(L, meta_idx, "cgroup");
+    /* listed, then the groups of sandboxes that vanished without a destroy */
+    lsb_cgroup_register(id, path);
+    lsb_cgroup_sweep(cg);
     return 0;
   }
   if (cg->version) {
@@ -871,7 +874,8 @@ static int local_create(lua_State *L) {
   }
   {
     char why[2048];
-    if (create_cgroup(L, id, b, meta_idx, explicit, &cg, why, sizeof why)) {
+    if (create_cgroup(L, id, where, b, meta_idx, explicit, &cg, why,
+                      sizeof why)) {
       lsb_box_close(b);
       if (own_uid) lsb_uid_release(LSB_UID_DIR, uid, where);
       lsb_rmtree_at(AT_FDCWD, where);
@@ -900,7 +904,7 @@ static int local_create(lua_State *L) {
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
     snprintf(where, sizeof where, "%s/%s", root, id);
     lsb_box_close(b);
-    lsb_cgroup_remove(&cg);
+    if (cg.version && lsb_cgroup_remove(&cg) == 0) lsb_cgroup_unregister(id);
     if (own_uid) lsb_uid_release(LSB_UID_DIR, uid, where);
     lsb_rmtree_at(AT_FDCWD, where);
     lua_error(L);
@@ -932,7 +936,7 @@ static int local_create(lua_State *L) {
   if (rc) {
     snprintf(where, sizeof where, "%s/%s", root, id);
     lsb_box_close(b);
-    lsb_cgroup_remove(&cg);
+    if (cg.version && lsb_cgroup_remove(&cg) == 0) lsb_cgroup_unregister(id);
     if (own_uid) lsb_uid_release(LSB_UID_DIR, uid, where);
     lsb_disk_release(where);
     lsb_rmtree_at(AT_FDCWD, where);

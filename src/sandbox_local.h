@@ -371,8 +371,17 @@ int  lsb_cgroup_enter(const int fds[2]);
 int  lsb_cgroup_kill(const lsb_cgroup *cg);
 /* Kill, then remove the group. 0, or -EBUSY when it would not go. */
 int  lsb_cgroup_remove(const lsb_cgroup *cg);
-/* Remove the group recorded in a box, if any. */
+/* Remove the group recorded in a box, if any (and unregister it). */
 int  lsb_cgroup_remove_at(int boxfd, const char *id);
+/* As root, the groups lash made, each a file <id> naming its sandbox's
+** directory: register at create, unregister at removal. sweep: remove the
+** groups beside cg's whose listed sandbox directory is gone (a state root
+** deleted without a destroy); unlisted ones are left alone. Returns how
+** many went. */
+#define LSB_CGROUP_DIR "/var/lib/lash/cgroups"
+void lsb_cgroup_register(const char *id, const char *box);
+void lsb_cgroup_unregister(const char *id);
+int  lsb_cgroup_sweep(const lsb_cgroup *cg);
 
 /* ---- the disk quota (sandbox_disk.c) -------------------------------- */
 

@@ -513,6 +513,22 @@ int lsb_uid_reserve(const char *dir, const char *box,
   if ((rc = lsb_mkdirs(dir, 0700)) != 0) return rc;
   dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return -errno;
+  {
+    /* reservations of sandboxes deleted without a destroy (their state
+    ** root removed) go first, so the list stays the live ones */
+    int sfd = dup(dfd);
+    DIR *d = sfd >= 0 ? fdopendir(sfd) : NULL;
+    struct dirent *e;
+    if (d) {
+      while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9' &&
+            !reservation_live(dfd, e->d_name))
+          unlinkat(dfd, e->d_name, 0);
+      closedir(d);
+    } else if (sfd >= 0) {
+      close(sfd);
+    }
+  }
   for (tries = 0; tries < 1000; tries++) {
     uint32_t u = next(ud);
     int fd;
