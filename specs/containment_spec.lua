@@ -363,6 +363,25 @@ describe("the run-time budgets of an untrusted spec's functions", function()
     spent(ok3, err3, "1000000 Lua instructions")
   end)
 
+  it("stop a tool past its run time, and one that yields outside a task", function()
+    local env = require("lash.spec_env")
+    local saved = env.CALL_BUDGET.seconds
+    local saved_i = env.CALL_BUDGET.instructions
+    env.CALL_BUDGET.seconds, env.CALL_BUDGET.instructions = 0.05, 1e15
+    local ok, err = run_tool("while true do end")
+    env.CALL_BUDGET.seconds, env.CALL_BUDGET.instructions = saved, saved_i
+    spent(ok, err, "of run time")
+    -- a coroutine.yield outside a task cannot carry the budget away
+    local b = require("lash.core").budget
+    local co = coroutine.create(function()
+      return pcall(b.call, function() coroutine.yield("out") end, { instructions = 1e6 })
+    end)
+    local _, pok, perr = coroutine.resume(co)
+    assert.is_false(pok)
+    assert.matches("yield", tostring(perr))
+    assert.is_false(b.active())
+  end)
+
   it("leave the process as it was: no budget, hook or allocator left in place", function()
     run_tool("while true do end")
     assert.is_false(require("lash.core").budget.active())

@@ -376,6 +376,11 @@ static int l_call(lua_State *L) {
   lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_EVERY);
   if (b->task) b->task->budget = b;
   install(L, b);
+  /* only a task's yields come back through the scheduler, which sets the
+  ** budget aside; elsewhere fn must not yield (it would leave the budget in
+  ** place for whoever resumed it) */
+  if (!b->task)
+    return call_k(L, lua_pcall(L, nargs, LUA_MULTRET, 0), (lua_KContext)b);
   return call_k(L, lua_pcallk(L, nargs, LUA_MULTRET, 0, (lua_KContext)b, call_k),
                 (lua_KContext)b);
 }

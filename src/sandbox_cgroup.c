@@ -339,6 +339,13 @@ static int valid(const lsb_cgroup *cg, const char *id) {
       return 0;
     snprintf(parent, sizeof parent, "%.*s", (int)(slash - cg->dir[i]),
              cg->dir[i]);
+    /* its parent may be gone with a reboot: the nearest that exists must
+    ** be in cgroupfs */
+    while (access(parent, F_OK) != 0) {
+      char *up = strrchr(parent, '/');
+      if (!up || up == parent) return 0;
+      *up = '\0';
+    }
     if (!is_cgroupfs(parent, cg->version)) return 0;
   }
   return 1;
@@ -390,8 +397,19 @@ int lsb_cgroup_open(const lsb_cgroup *cg, uint64_t pids, uint64_t memory,
                     int fds[2]) {
   int i, n = cg->version == 2 ? 1 : 2, rc;
   fds[0] = fds[1] = -1;
-  /* gone since it was made (a reboot empties cgroupfs): make it again */
+  /* gone since it was made (a reboot empties cgroupfs): make it again,
+  ** with its parent ("lash") and, on v2, the controllers enabled there */
   if (access(cg->dir[0], F_OK) != 0 || (n == 2 && access(cg->dir[1], F_OK) != 0)) {
+    for (i = 0; i < n; i++) {
+      char parent[LSB_PATH_MAX];
+      const char *slash = strrchr(cg->dir[i], '/');
+      if (!slash) return -EINVAL;
+      snprintf(parent, sizeof parent, "%.*s", (int)(slash - cg->dir[i]),
+               cg->dir[i]);
+      if (access(parent, F_OK) != 0 && (rc = lsb_mkdirs(parent, 0755)) != 0)
+        return rc;
+      if (cg->version == 2 && (rc = v2_enable(parent)) != 0) return rc;
+    }
     if ((rc = make_groups((lsb_cgroup *)cg, NULL)) != 0 ||
         (rc = apply_limits(cg, pids, memory)) != 0)
       return rc;

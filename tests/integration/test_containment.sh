@@ -203,6 +203,11 @@ if [ -n "$A" ] && [ -s "$LASH_SANDBOX_ROOT/$A/cgroup" ]; then
   out=$(sb exec "$B" -- sh -c 'head -c 200000000 /dev/zero | tail -c 1 | wc -c' 2>&1)
   check "  B still uses more than A's limit (one 200 MB line) ($out)" test "$out" = 1
   check "  B saw no OOM kill ($(cgval "$B" oom_kill))" test "$(cgval "$B" oom_kill)" = 0
+  # a reboot empties cgroupfs: the next command makes the group again
+  for d in $(cgdir "$A" 2) $(cgdir "$A" 3); do [ -n "$d" ] && rmdir "$d"; done
+  out=$(sb exec "$A" -- sh -c 'echo ran' 2>&1)
+  check "a lost group is made again by the next command, limits and all ($out, pids.max $(cgval "$A" pids.max))" \
+    test "$out" = ran -a "$(cgval "$A" pids.max)" = 64 -a "$(cgval "$A" memory.max)" = $MEM
   # destroy leaves nothing: no group, no process, no reserved uid
   a_dirs="$(cgdir "$A" 2) $(cgdir "$A" 3)"; a_uid=$(cat "$LASH_SANDBOX_ROOT/$A/uid" 2>/dev/null)
   ( sb exec "$A" --timeout 60 -- sh -c 'sleep 59.5' >/dev/null 2>&1 & )
