@@ -226,6 +226,9 @@ if [ -n "$A" ] && [ -s "$LASH_SANDBOX_ROOT/$A/cgroup" ]; then
   check "  and a sandbox with the defaults is made, with a warning ($(head -c 80 "$work/cgwarn"))" \
     sh -c "test -n '$C' && test ! -e '$LASH_SANDBOX_ROOT/$C/cgroup' && grep -q 'no cgroup of their own' '$work/cgwarn'"
   [ -n "$C" ] && sb destroy "$C"
+  F=$(sb create --limit memory=none --limit pids=none)
+  check "--limit memory=none --limit pids=none: no group at all" test -n "$F" -a ! -e "$LASH_SANDBOX_ROOT/$F/cgroup"
+  [ -n "$F" ] && sb destroy "$F"
 else
   # not writable here (an unprivileged run, or a container without one):
   # the explicit limit is refused with the reason, never ignored
