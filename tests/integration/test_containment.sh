@@ -376,6 +376,16 @@ check "  naming --trust" grep -q "load_spec_string is not available to a spec lo
 printf 'lash.spawn(function() while true do lash.sleep(1) end end)\nreturn lash.agent{model = "test"}\n' >"$work/task.lua"
 timeout 60 "$LASH" run "$work/task.lua" hi >/dev/null 2>&1; rc=$?
 check "a spec cannot leave a task keeping lash run alive (exit $rc)" test "$rc" != 0 -a "$rc" != 124
+# the spec's own functions at run time: a tool that loops, one that doubles a string
+for body in 'while true do end' "local s = 'x' while true do s = s .. s end"; do
+  cat >"$work/loop.lua" <<EOF
+return lash.agent{model = lash.script_model{{tool_calls = {{name = 't', args = {}, id = 'c1'}}}, 'done'},
+  tools = {lash.tool{name = 't', description = 't', parameters = {type = 'object'}, handler = function() $body end}}}
+EOF
+  timeout 120 "$LASH" run "$work/loop.lua" hi >/dev/null 2>"$work/err"; rc=$?
+  check "a spec's tool doing '$body' at run time is stopped by its budget (exit $rc: $(grep -o 'budget: [^;]*' "$work/err" | head -c 120))" \
+    sh -c "test $rc = 8 && grep -q 'lash.tool .t..handler' '$work/err'"
+done
 printf 'model: test\ncapabilities:\n  - LocalSandbox: {isolation: none}\n' >"$work/none.yaml"
 "$LASH" run "$work/none.yaml" hi >/dev/null 2>"$work/err"; rc=$?
 check "a YAML spec cannot hand the model an unjailed sandbox (exit $rc)" test "$rc" != 0
