@@ -18,6 +18,8 @@ PKGS=(
   libsqlite3-dev
   # at run time: the local sandbox
   bubblewrap
+  # at run time: a local sandbox's disk quota (--limit disk: mkfs.ext4)
+  e2fsprogs
   # make test: busted specs, the rockspec test
   lua-busted luarocks
   # make test: the fake Modal server (gRPC) and the golden protobuf bytes;

@@ -299,3 +299,95 @@ describe("tool fan-out", function()
     assert.equal(2, peak)
   end)
 end)
+
+describe("the run-time budgets of an untrusted spec's functions", function()
+  -- a spec whose tool `t` runs BODY; the test model calls it once
+  local function run_tool(body, opts)
+    local text = "return lash.agent{model = lash.script_model{{tool_calls = {{name = 't', args = {}, id = 'c1'}}}, "
+      .. "function(m) return 'model saw: ' .. tostring(m[#m].parts[1].content) end}, "
+      .. "tools = {lash.tool{name = 't', description = 't', parameters = {type = 'object'}, "
+      .. "handler = function(ctx, args) " .. body .. " end}}}"
+    local agent = assert(spec.load_string(text, "evil.lua", opts))
+    return pcall(function() return agent:run("go") end)
+  end
+
+  local function spent(ok, err, which)
+    assert.is_false(ok)
+    assert.is_true(lash.is_error(err, "budget"), "expected a budget error, got " .. tostring(err))
+    assert.matches("tool 't'", err.message, 1, true)
+    assert.matches(which, err.message, 1, true)
+    assert.matches("--trust", err.message, 1, true)
+  end
+
+  it("stop a tool that loops forever, even under pcall", function()
+    local ok, err = run_tool("while true do end")
+    spent(ok, err, "Lua instructions")
+    ok, err = run_tool("while true do pcall(function() while true do end end) end")
+    spent(ok, err, "Lua instructions")
+  end)
+
+  it("stop a tool that allocates without end, and one that builds a huge string in one call", function()
+    local ok, err = run_tool("local t = {} for i = 1, 1e9 do t[i] = {i, tostring(i)} end")
+    spent(ok, err, "of memory")
+    ok, err = run_tool("return string.rep('x', 2^30)")
+    spent(ok, err, "of memory")
+    ok, err = run_tool("local p = {} for i = 1, 64 do p[i] = ('y'):rep(2^20) end return table.concat(p)")
+    spent(ok, err, "of memory")
+  end)
+
+  it("guard patterns in string methods while the spec's functions run", function()
+    local ok, err = run_tool("return (('a'):rep(1e5)):find('.-.-.-.-b')")
+    assert.is_false(ok)
+    assert.matches("repetitions", tostring(err.message or err), 1, true)
+  end)
+
+  it("count the function's own run time, not its waits, and let it work normally", function()
+    local ok, res = run_tool("lash.sleep(0.05) local s = 0 for i = 1, 1e5 do s = s + i end return tostring(s)")
+    assert.is_true(ok, tostring(res))
+    assert.equal("model saw: 5000050000", res.output)
+  end)
+
+  it("apply to instruction functions too, and not to a trusted spec", function()
+    local text = "return lash.agent{model = 'test', instructions = function() while true do end end}"
+    local agent = assert(spec.load_string(text, "evil.lua"))
+    local ok, err = pcall(function() return agent:run("go") end)
+    assert.is_false(ok)
+    assert.is_true(lash.is_error(err, "budget"), tostring(err))
+    local ok2, res = run_tool("local s = 0 for i = 1, 2e6 do s = s + 1 end return tostring(s)", { trust = true })
+    assert.is_true(ok2, tostring(res))
+    -- 2e6 iterations are ~1e7 instructions: under the default, still counted
+    local saved = require("lash.spec_env").CALL_BUDGET.instructions
+    require("lash.spec_env").CALL_BUDGET.instructions = 1e6
+    local ok3, err3 = run_tool("local s = 0 for i = 1, 2e6 do s = s + 1 end return tostring(s)")
+    require("lash.spec_env").CALL_BUDGET.instructions = saved
+    spent(ok3, err3, "1000000 Lua instructions")
+  end)
+
+  it("stop a tool past its run time, and one that yields outside a task", function()
+    local env = require("lash.spec_env")
+    local saved = env.CALL_BUDGET.seconds
+    local saved_i = env.CALL_BUDGET.instructions
+    env.CALL_BUDGET.seconds, env.CALL_BUDGET.instructions = 0.05, 1e15
+    local ok, err = run_tool("while true do end")
+    env.CALL_BUDGET.seconds, env.CALL_BUDGET.instructions = saved, saved_i
+    spent(ok, err, "of run time")
+    -- a coroutine.yield outside a task cannot carry the budget away
+    local b = require("lash.core").budget
+    local co = coroutine.create(function()
+      return pcall(b.call, function() coroutine.yield("out") end, { instructions = 1e6 })
+    end)
+    local _, pok, perr = coroutine.resume(co)
+    assert.is_false(pok)
+    assert.matches("yield", tostring(perr))
+    assert.is_false(b.active())
+  end)
+
+  it("leave the process as it was: no budget, hook or allocator left in place", function()
+    run_tool("while true do end")
+    assert.is_false(require("lash.core").budget.active())
+    local t = {}
+    for i = 1, 2e5 do t[i] = { i } end   -- would fail under a leftover 64 MiB budget's hook
+    assert.equal(2e5, #t)
+    assert.equal(("x"):rep(3), "xxx")
+  end)
+end)

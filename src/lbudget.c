@@ -1,26 +1,42 @@
 /*
 ** lbudget.c: lash.core.budget, running Lua code that lash does not trust
 ** under budgets it cannot bypass: a count of Lua instructions (a hook on
-** the thread, inherited by every coroutine created from it), a wall-clock
-** deadline (checked by the same hook), and a memory budget enforced in the
-** allocator, so one C call (table.concat, string.rep, a decoder) cannot
-** grow past it either: the allocation fails and Lua raises its memory
-** error.
+** the thread, inherited by every coroutine created from it), a clock (the
+** time the code itself runs, checked by the same hook), and a memory
+** budget enforced in the allocator, so one C call (table.concat,
+** string.rep, a decoder) cannot grow past it either: the allocation fails
+** and Lua raises its memory error.
 **
 **   ok, res_or_err, exceeded = budget.run(fn, {instructions=, memory=,
 **                                              seconds=})
 **
-** runs fn in a fresh coroutine; `exceeded` is "instructions", "memory",
-** "time" or nil. Once a budget is spent the hook fires on every
-** instruction and raises again, so a pcall loop in the code cannot catch
-** its way past it. One budget at a time per Lua state (nesting raises):
-** the state is one thread, and the allocator wrapper is the state's.
-** Coroutines left behind keep the hook; it removes itself the first time it
-** fires with no budget running.
+** runs fn in a fresh coroutine that must not wait (loading a spec);
+** `exceeded` is "instructions", "memory", "time" or nil.
+**
+**   ... = budget.call(fn, {instructions=, memory=, seconds=, label=,
+**                          string_index=}, ...)
+**
+** calls fn(...) in the running thread (a run's task: the functions an
+** untrusted spec defines, at run time) and returns its results; fn may
+** wait. While the task waits the budget is set aside -- the scheduler
+** takes it off before any other task runs and puts it back when this one
+** resumes (lash_budget_enter/leave, task.h) -- so only fn's own work is
+** counted: instructions, the seconds it runs, and the memory it allocates
+** net. A spent budget raises a typed error, kind "budget". Inside another
+** budget, fn simply runs under that one.
+**
+** Once a budget is spent the hook fires on every instruction and raises
+** again, and the allocator keeps refusing, so a pcall loop in the code
+** cannot catch its way past it. One budget is installed at a time per Lua
+** state (the allocator wrapper is the state's). Coroutines left behind
+** keep the hook; it removes itself the first time it fires with no budget
+** installed.
 */
 #include "lua.h"
 #include "lauxlib.h"
 #include "modules.h"
+#include "runtime.h"
+#include "task.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,14 +47,29 @@
 #define HOOK_EVERY 1000
 
 typedef struct budget {
-  lua_Alloc f;            /* the allocator this budget wraps */
+  lua_Alloc f;            /* the allocator this budget wraps, while installed */
   void *ud;
-  ptrdiff_t grown;        /* net bytes allocated since the start */
+  ptrdiff_t grown;        /* net bytes allocated while installed, >= 0 */
   size_t memory;          /* 0: unlimited */
   long long count, max_count;  /* 0: unlimited */
-  uint64_t deadline;      /* monotonic ns; 0: none */
+  uint64_t limit_ns;      /* 0: no clock */
+  uint64_t spent_ns;      /* run time of earlier stretches */
+  uint64_t since;         /* when the current stretch began */
+  uint64_t deadline;      /* of the current stretch; 0: none */
   const char *exceeded;
+  int installed;
+  int loading;            /* a budget.run (a spec loading), not a call */
+  int finished;           /* call: fn returned or failed */
+  int string_ref;         /* call: strings' __index while installed */
+  lash_task *task;        /* call: the task it belongs to, or NULL */
+  lua_State *thread;      /* call: the thread fn runs in */
+  lua_Hook old_hook;      /* call: the thread's hook before */
+  int old_mask, old_count;
+  int base;               /* call: fn's results start above this slot */
 } budget;
+
+static const char STRMT_KEY = 0;     /* registry: strings' metatable */
+static const char STRIDX_KEY = 0;    /* registry: its own __index */
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -58,10 +89,12 @@ static void *budget_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   np = b->f(b->ud, ptr, osize, nsize);
   if (nsize == 0) {
     b->grown -= (ptrdiff_t)old;
-    return NULL;
+  } else if (np) {
+    b->grown += (ptrdiff_t)nsize - (ptrdiff_t)old;
   }
-  if (np) b->grown += (ptrdiff_t)nsize - (ptrdiff_t)old;
-  return np;
+  /* freeing what others left gives no credit */
+  if (b->grown < 0) b->grown = 0;
+  return nsize == 0 ? NULL : np;
 }
 
 static budget *current(lua_State *L) {
@@ -69,6 +102,54 @@ static budget *current(lua_State *L) {
   lua_getfield(L, LUA_REGISTRYINDEX, BUDGET_KEY);
   b = lua_touserdata(L, -1);
   lua_pop(L, 1);
+  return b;
+}
+
+/* Install b: its allocator wrapper, the registry mark the hook reads, the
+** clock of this stretch and (call) the strings' safe __index. Idempotent;
+** raises nothing. */
+static void install(lua_State *L, budget *b) {
+  if (b->installed) return;
+  b->installed = 1;
+  b->f = lua_getallocf(L, &b->ud);
+  lua_setallocf(L, budget_alloc, b);
+  lua_pushlightuserdata(L, b);
+  lua_setfield(L, LUA_REGISTRYINDEX, BUDGET_KEY);
+  b->since = now_ns();
+  b->deadline = b->limit_ns
+                    ? b->since + (b->limit_ns > b->spent_ns ? b->limit_ns - b->spent_ns : 0) + 1
+                    : 0;
+  if (b->string_ref != LUA_NOREF) {
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &STRMT_KEY) == LUA_TTABLE) {
+      lua_rawgeti(L, LUA_REGISTRYINDEX, b->string_ref);
+      lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+  }
+}
+
+static void uninstall(lua_State *L, budget *b) {
+  if (!b->installed) return;
+  b->installed = 0;
+  lua_setallocf(L, b->f, b->ud);
+  lua_pushnil(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, BUDGET_KEY);
+  b->spent_ns += now_ns() - b->since;
+  if (b->string_ref != LUA_NOREF) {
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &STRMT_KEY) == LUA_TTABLE) {
+      lua_rawgetp(L, LUA_REGISTRYINDEX, &STRIDX_KEY);
+      lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+  }
+}
+
+void lash_budget_enter(lua_State *L, void *b) { install(L, b); }
+void lash_budget_leave(lua_State *L, void *b) { uninstall(L, b); }
+
+void *lash_budget_suspend(lua_State *L) {
+  budget *b = current(L);
+  if (b) uninstall(L, b);
   return b;
 }
 
@@ -137,27 +218,24 @@ static int l_run(lua_State *L) {
   lua_settop(L, 2);
   b = lua_newuserdatauv(L, sizeof *b, 0);        /* 3: lives while we run */
   memset(b, 0, sizeof *b);
+  b->string_ref = LUA_NOREF;
+  b->loading = 1;
   b->max_count = opt_field(L, 2, "instructions");
   b->memory = (size_t)opt_field(L, 2, "memory");
   lua_getfield(L, 2, "seconds");
   secs = lua_isnil(L, -1) ? 0 : luaL_checknumber(L, -1);
   lua_pop(L, 1);
   if (secs < 0) return luaL_error(L, "budget.run: seconds must be >= 0");
-  if (secs > 0) b->deadline = now_ns() + (uint64_t)(secs * 1e9);
+  if (secs > 0) b->limit_ns = (uint64_t)(secs * 1e9);
   co = lua_newthread(L);                          /* 4 */
   lua_pushvalue(L, 1);
   lua_xmove(L, co, 1);
   lua_sethook(co, hook, LUA_MASKCOUNT, HOOK_EVERY);
   /* Collect first, so garbage from before does not count, then wrap. */
   lua_gc(L, LUA_GCCOLLECT, 0);
-  lua_pushvalue(L, 3);
-  lua_setfield(L, LUA_REGISTRYINDEX, BUDGET_KEY);
-  b->f = lua_getallocf(L, &b->ud);
-  lua_setallocf(L, budget_alloc, b);
+  install(L, b);
   st = lua_resume(co, L, 0, &nres);
-  lua_setallocf(L, b->f, b->ud);
-  lua_pushnil(L);
-  lua_setfield(L, LUA_REGISTRYINDEX, BUDGET_KEY);
+  uninstall(L, b);
   lua_sethook(co, NULL, 0, 0);
   if (st == LUA_OK) {
     lua_pushboolean(L, 1);
@@ -185,15 +263,160 @@ static int l_run(lua_State *L) {
   return 3;
 }
 
-/*** Is a budget running (are we inside budget.run)? */
+
+/* ---- budget.call ------------------------------------------------------ */
+
+#define CALL_MT "lash.budget.call"
+
+/* fn is over (or its thread was closed under it): everything back. */
+static void call_end(budget *b) {
+  lua_State *T = b->thread;
+  if (b->finished) return;
+  b->finished = 1;
+  uninstall(T, b);
+  lua_sethook(T, b->old_hook, b->old_mask, b->old_count);
+  if (b->task && b->task->budget == b) b->task->budget = NULL;
+  if (b->string_ref != LUA_NOREF) {
+    luaL_unref(T, LUA_REGISTRYINDEX, b->string_ref);
+    b->string_ref = LUA_NOREF;
+  }
+}
+
+static int call_close(lua_State *L) {
+  budget *b = luaL_checkudata(L, 1, CALL_MT);
+  call_end(b);
+  return 0;
+}
+
+static int call_k(lua_State *L, int status, lua_KContext ctx) {
+  budget *b = (budget *)ctx;
+  const char *label;
+  call_end(b);
+  if (status == LUA_OK || status == LUA_YIELD) return lua_gettop(L) - b->base;
+  if (status == LUA_ERRMEM && !b->exceeded) b->exceeded = "memory";
+  if (!b->exceeded) return lua_error(L);     /* fn's own error, as it was */
+  lua_getiuservalue(L, b->base, 1);
+  label = lua_tostring(L, -1);
+  if (!label) label = "a function of a spec loaded without --trust";
+  if (b->exceeded[0] == 'i')
+    return lash_error_raise(L, "budget", "%s ran past its budget of %I Lua "
+                            "instructions in one call (an endless loop?); a spec "
+                            "loaded without --trust runs under it (--trust lifts "
+                            "it)", label, (lua_Integer)b->max_count);
+  if (b->exceeded[0] == 'm')
+    return lash_error_raise(L, "budget", "%s used more than its budget of %I "
+                            "bytes of memory in one call (a runaway "
+                            "allocation?); a spec loaded without --trust runs "
+                            "under it (--trust lifts it)", label,
+                            (lua_Integer)b->memory);
+  return lash_error_raise(L, "budget", "%s ran longer than its budget of %f "
+                          "s of run time in one call (waiting is not counted); "
+                          "a spec loaded without --trust runs under it "
+                          "(--trust lifts it)", label,
+                          (lua_Number)b->limit_ns / 1e9);
+}
+
+static int nested_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status;
+  (void)ctx;
+  return lua_gettop(L);
+}
+
+/*** Call fn(...) under budgets; fn may wait (in a task).
+@function call
+@tparam function fn
+@tparam table limits `instructions`, `memory` (net bytes), `seconds` (run
+  time, waits not counted), each 0 or absent for unlimited; `label` names
+  fn in the error; `string_index`: strings' __index while fn runs
+@return fn's results
+@raise kind "budget" when a budget is spent; fn's own errors unchanged */
+static int l_call(lua_State *L) {
+  budget *b;
+  lash_task *t;
+  lua_Number secs;
+  int nargs;
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (current(L)) {
+    /* already counted: the outer budget holds */
+    lua_remove(L, 2);
+    lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, nested_k);
+    return lua_gettop(L);
+  }
+  b = lua_newuserdatauv(L, sizeof *b, 1);
+  memset(b, 0, sizeof *b);
+  b->string_ref = LUA_NOREF;
+  b->finished = 1;                  /* nothing to undo until armed */
+  luaL_setmetatable(L, CALL_MT);
+  lua_insert(L, 1);                 /* 1 budget, 2 fn, 3 limits, 4.. args */
+  b->max_count = opt_field(L, 3, "instructions");
+  b->memory = (size_t)opt_field(L, 3, "memory");
+  lua_getfield(L, 3, "seconds");
+  secs = lua_isnil(L, -1) ? 0 : luaL_checknumber(L, -1);
+  lua_pop(L, 1);
+  if (secs < 0) return luaL_error(L, "budget.call: seconds must be >= 0");
+  b->limit_ns = secs > 0 ? (uint64_t)(secs * 1e9) : 0;
+  lua_getfield(L, 3, "label");
+  lua_setiuservalue(L, 1, 1);
+  if (lua_getfield(L, 3, "string_index") == LUA_TTABLE)
+    b->string_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  else
+    lua_pop(L, 1);
+  lua_remove(L, 3);                 /* 1 budget, 2 fn, 3.. args */
+  lua_toclose(L, 1);
+  t = lash_task_current(L);
+  b->task = t && t->co == L ? t : NULL;
+  b->thread = L;
+  b->base = 1;
+  b->old_hook = lua_gethook(L);
+  b->old_mask = lua_gethookmask(L);
+  b->old_count = lua_gethookcount(L);
+  nargs = lua_gettop(L) - 2;
+  b->finished = 0;
+  lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_EVERY);
+  if (b->task) b->task->budget = b;
+  install(L, b);
+  /* only a task's yields come back through the scheduler, which sets the
+  ** budget aside; elsewhere fn must not yield (it would leave the budget in
+  ** place for whoever resumed it) */
+  if (!b->task)
+    return call_k(L, lua_pcall(L, nargs, LUA_MULTRET, 0), (lua_KContext)b);
+  return call_k(L, lua_pcallk(L, nargs, LUA_MULTRET, 0, (lua_KContext)b, call_k),
+                (lua_KContext)b);
+}
+
+/*** Is a budget running (are we inside budget.run or budget.call)? */
 static int l_active(lua_State *L) {
   lua_pushboolean(L, current(L) != NULL);
   return 1;
 }
 
+/*** Is a spec loading (are we inside budget.run)? */
+static int l_loading(lua_State *L) {
+  budget *b = current(L);
+  lua_pushboolean(L, b != NULL && b->loading);
+  return 1;
+}
+
 int lash_open_budget(lua_State *L) {
   static const luaL_Reg funcs[] = {
-    {"run", l_run}, {"active", l_active}, {NULL, NULL}};
+    {"run", l_run}, {"call", l_call}, {"active", l_active},
+    {"loading", l_loading}, {NULL, NULL}};
+  if (luaL_newmetatable(L, CALL_MT)) {
+    /* no __gc: a thread collected unclosed goes with it, and by then its
+    ** budget is not installed (it is only while the thread runs) */
+    lua_pushcfunction(L, call_close);
+    lua_setfield(L, -2, "__close");
+  }
+  lua_pop(L, 1);
+  /* strings' metatable and its own __index, restored after each call */
+  lua_pushliteral(L, "");
+  if (lua_getmetatable(L, -1)) {
+    lua_getfield(L, -1, "__index");
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &STRIDX_KEY);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &STRMT_KEY);
+  }
+  lua_pop(L, 1);
   luaL_newlib(L, funcs);
   return 1;
 }

@@ -265,7 +265,10 @@ void lash_task_resume(lash_task *t, lua_State *from) {
     nargs = t->nargs;
   }
   t->status = LASH_TASK_RUNNING;
+  /* a budget.call the task is inside counts only its own stretches */
+  if (t->budget) lash_budget_enter(co, t->budget);
   st = lua_resume(co, from, nargs, &nres);
+  if (t->budget) lash_budget_leave(co, t->budget);
   if (st == LUA_YIELD) {
     if (t->wait == NULL && t->status == LASH_TASK_RUNNING) {
       /* A bare coroutine.yield(): give others a turn, run again next step. */

@@ -166,6 +166,27 @@ static void abandon(lash_wait *w) {
   w->done = 1;
 }
 
+/* Step the loop from L until w is done: 0, or 1 loop failure, 2 aborting
+** (cancelled), 3 stuck (each with w abandoned). */
+static int drive_until(lash_runtime *rt, lash_wait *w, lua_State *L) {
+  while (!w->done) {
+    if (lash_runtime_step_from(rt, -1, L, 0) < 0) {
+      abandon(w);
+      return 1;
+    }
+    if (!w->done && rt->aborting) {
+      abandon(w);
+      w->cancelled = 1;
+      return 2;
+    }
+    if (!w->done && lash_runtime_stuck(rt)) {
+      abandon(w);
+      return 3;
+    }
+  }
+  return 0;
+}
+
 int lash_wait_yield(lua_State *L, lash_wait *w, lua_KContext ctx,
                     lua_KFunction k) {
   lash_runtime *rt = lash_runtime_get(L);
@@ -195,24 +216,18 @@ int lash_wait_yield(lua_State *L, lash_wait *w, lua_KContext ctx,
     return lua_yieldk(L, 0, ctx, k);
   }
   /* Not a task (a plain script, a foreign coroutine, a __close during a
-  ** reset): drive the loop, and every task with it, until w is done. */
-  while (!w->done) {
-    int rc = lash_runtime_step_from(rt, -1, L, 0);
-    if (rc < 0) {
-      abandon(w);
-      return luaL_error(L, "lash: event loop failure");
-    }
-    if (!w->done && rt->aborting) {
-      abandon(w);
-      w->cancelled = 1;
-      return raise_cancelled(L);
-    }
-    if (!w->done && lash_runtime_stuck(rt)) {
-      abandon(w);
+  ** reset): drive the loop, and every task with it, until w is done. A
+  ** budget in place is this code's, not the other tasks': off meanwhile. */
+  {
+    void *b = lash_budget_suspend(L);
+    int rc = drive_until(rt, w, L);
+    if (b) lash_budget_enter(L, b);
+    if (rc == 1) return luaL_error(L, "lash: event loop failure");
+    if (rc == 2) return raise_cancelled(L);
+    if (rc == 3)
       return lash_error_raise(L, "deadlock",
                               "waiting for something that can no longer "
                               "happen: no task or I/O is left to complete it");
-    }
   }
   return k(L, LUA_OK, ctx);
 }

@@ -5,9 +5,10 @@
 ** rootfs read-only under a read-only tmpfs root; the workspace and the
 ** sandbox's /tmp read-write; masks over host secrets; a fresh /proc and a
 ** private /dev; a cleared environment -- and spawns it: every fd but the
-** pipes closed, rlimits set, the parent-death signal armed and, when lash
-** runs as root, the credentials of an unprivileged uid taken before bwrap
-** runs, so the jail holds no host privilege at all.
+** pipes closed, the sandbox's cgroup joined (sandbox_cgroup.c), rlimits
+** set, the parent-death signal armed and, when lash runs as root, the
+** credentials of an unprivileged uid taken before bwrap runs, so the jail
+** holds no host privilege at all.
 */
 #include "sandbox_local.h"
 
@@ -24,6 +25,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -38,6 +40,18 @@ void lsb_limits_default(lsb_limits *l) {
   l->processes = 2048;             /* per host uid, and as root each sandbox
                                    ** has its own (LSB_UID_BASE) */
   l->file_size = 8ull << 30;
+  /* the sandbox's cgroup: all its processes together */
+  l->pids = 2048;
+  l->disk = 0;                     /* a quota only when asked for */
+  l->memory = 8ull << 30;
+  {
+    /* at most half the machine, so one sandbox cannot take it all */
+    struct sysinfo si;
+    if (sysinfo(&si) == 0 && si.totalram > 0) {
+      uint64_t half = (uint64_t)si.totalram * si.mem_unit / 2;
+      if (half >= (64ull << 20) && half < l->memory) l->memory = half;
+    }
+  }
 }
 
 /* ---- argv ----------------------------------------------------------- */
@@ -288,7 +302,7 @@ struct spawn_err {
 
 static const char *const stages[] = {
   "exec", "dup2", "setsid", "chdir", "setrlimit", "setgroups", "setgid",
-  "setuid", "prctl"
+  "setuid", "prctl", "cgroup"
 };
 
 static void child_fail(int fd, int stage) {
@@ -321,6 +335,10 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
                        int st, pid_t parent) {
   sigset_t all;
   int sig;
+  /* into the sandbox's cgroup first, while we still may (root's
+  ** credentials), so that everything below and after exec is counted */
+  if (o->join_cgroup && lsb_cgroup_enter(o->cgroup_fds) != 0)
+    child_fail(st, 9);
   /* move everything above 9 first so that the dup2s below cannot clobber
   ** a source that happens to sit on 0..3 */
   in = fcntl(in, F_DUPFD, 10);

@@ -257,6 +257,9 @@ static void meta_parse(lua_State *L, int t, const char *id, meta *m) {
     m->limits.open_files = (uint64_t)mnum(L, l, "open_files", 0);
     m->limits.processes = (uint64_t)mnum(L, l, "processes", 0);
     m->limits.file_size = (uint64_t)mnum(L, l, "file_size", 0);
+    m->limits.memory = (uint64_t)mnum(L, l, "memory", 0);
+    m->limits.pids = (uint64_t)mnum(L, l, "pids", 0);
+    m->limits.disk = (uint64_t)mnum(L, l, "disk", 0);
   }
   lua_pop(L, 1);
   if (!m->workdir[0] || !m->rootfs[0])
@@ -286,6 +289,15 @@ static void load(lua_State *L, int cfg, const char *id, char *root,
   meta_load(L, *box, id);
   meta_parse(L, -1, id, m);
   if (wall_now() >= m->expires_at) raise_expired(L, m);
+  {
+    /* a disk quota's filesystem a reboot unmounted: back first */
+    char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
+    int rc;
+    snprintf(bp, sizeof bp, "%s/%s", root, id);
+    if ((rc = lsb_disk_ensure((*box)->dirfd, bp, why, sizeof why)) != 0)
+      lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "io", "sandbox '%s': %s", id,
+                         why);
+  }
 }
 
 static void box_path(lua_State *L, const char *root, const char *id,
@@ -458,14 +470,20 @@ static int local_probe(lua_State *L) {
 /* ---- create --------------------------------------------------------------- */
 
 static const char *const limit_names[] = {
-  "address_space", "cpu_seconds", "open_files", "processes", "file_size", NULL
+  "address_space", "cpu_seconds", "open_files", "processes", "file_size",
+  "memory", "pids", "disk", NULL
 };
+#define N_LIMITS 8
+#define LIMIT_MEMORY 5   /* the cgroup ones: enforced or refused */
+#define LIMIT_PIDS 6
+#define LIMIT_DISK 7     /* a filesystem of its own: made or refused */
 
 /* Push the limits table of the sandbox: defaults overridden by spec.limits
-** (a positive integer, or false to inherit lash's own limit). */
-static void check_limits(lua_State *L, int spec) {
+** (a positive integer, or false to inherit lash's own limit). explicit[i]
+** is set for the names the spec gave a number. */
+static void check_limits(lua_State *L, int spec, int explicit[N_LIMITS]) {
   lsb_limits d;
-  uint64_t vals[5];
+  uint64_t vals[N_LIMITS];
   int i;
   lsb_limits_default(&d);
   vals[0] = d.address_space;
@@ -473,11 +491,15 @@ static void check_limits(lua_State *L, int spec) {
   vals[2] = d.open_files;
   vals[3] = d.processes;
   vals[4] = d.file_size;
+  vals[5] = d.memory;
+  vals[6] = d.pids;
+  vals[7] = d.disk;
+  memset(explicit, 0, N_LIMITS * sizeof *explicit);
   if (lua_getfield(L, spec, "limits") != LUA_TNIL) {
     int t = lua_gettop(L);
     if (!lua_istable(L, t))
       luaL_error(L, "limits must be a table (address_space, cpu_seconds, "
-                 "open_files, processes, file_size)");
+                 "open_files, processes, file_size, memory, pids, disk)");
     lua_pushnil(L);
     while (lua_next(L, t)) {
       const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
@@ -487,10 +509,10 @@ static void check_limits(lua_State *L, int spec) {
         found = 1;
         if (lua_isboolean(L, -1) && !lua_toboolean(L, -1)) vals[i] = 0;
         else if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0)
-          vals[i] = (uint64_t)lua_tointeger(L, -1);
+          vals[i] = (uint64_t)lua_tointeger(L, -1), explicit[i] = 1;
         else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) >= 1 &&
                  lua_tonumber(L, -1) == floor(lua_tonumber(L, -1)))
-          vals[i] = (uint64_t)lua_tonumber(L, -1);
+          vals[i] = (uint64_t)lua_tonumber(L, -1), explicit[i] = 1;
         else
           luaL_error(L, "limits.%s must be a positive integer (or false to "
                      "keep lash's own limit), got %s", k, luaL_tolstring(L, -1, NULL));
@@ -498,12 +520,18 @@ static void check_limits(lua_State *L, int spec) {
       if (!found)
         luaL_error(L, "limits has an unknown field '%s' (it takes "
                    "address_space, cpu_seconds, open_files, processes, "
-                   "file_size)", k);
+                   "file_size, memory, pids, disk)", k);
       lua_pop(L, 1);
     }
   }
   lua_pop(L, 1);
-  lua_createtable(L, 0, 5);
+  if (explicit[LIMIT_DISK] && vals[LIMIT_DISK] < (16u << 20))
+    luaL_error(L, "limits.disk must be at least 16 MiB (16777216); got %I",
+               (lua_Integer)vals[LIMIT_DISK]);
+  if (explicit[LIMIT_MEMORY] && vals[LIMIT_MEMORY] < (16u << 20))
+    luaL_error(L, "limits.memory must be at least 16 MiB (16777216); got %I",
+               (lua_Integer)vals[LIMIT_MEMORY]);
+  lua_createtable(L, 0, N_LIMITS);
   for (i = 0; limit_names[i]; i++) {
     lua_pushinteger(L, (lua_Integer)vals[i]);
     lua_setfield(L, -2, limit_names[i]);
@@ -555,11 +583,91 @@ static void check_workdir(lua_State *L, const char *workdir,
   }
 }
 
+/* Candidates for a sandbox's host uid: the one drawn first, then random
+** ones in the reserved range. */
+typedef struct uid_draw {
+  uint32_t first;
+  int n;
+} uid_draw;
+
+static uint32_t uid_next(void *ud) {
+  uid_draw *d = ud;
+  uint32_t r = 0;
+  if (d->n++ == 0) return d->first;
+  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+    r = (uint32_t)getpid() * 2654435761u ^ (uint32_t)d->n;
+  return LSB_UID_BASE + r % LSB_UID_RANGE;
+}
+
+/* Give box b its cgroup (see sandbox_cgroup.c) with the limits of the meta
+** table; save it in the box. Where none can be made: limits the caller
+** asked for are refused (returns -1 with the message in why); defaults fall
+** back, with a warning once per state. */
+static int create_cgroup(lua_State *L, const char *id, const char *path,
+                         lsb_box *b, int meta_idx, const int explicit[N_LIMITS],
+                         lsb_cgroup *cg, char *why, size_t whysz) {
+  uint64_t pids, memory;
+  char reason[1024];
+  int rc;
+  lua_getfield(L, meta_idx, "limits");
+  pids = (uint64_t)mnum(L, -1, "pids", 0);
+  memory = (uint64_t)mnum(L, -1, "memory", 0);
+  lua_pop(L, 1);
+  if (!pids && !memory) {
+    /* nothing to bound: no group either */
+    memset(cg, 0, sizeof *cg);
+    return 0;
+  }
+  rc = lsb_cgroup_setup(id, pids, memory, cg, reason, sizeof reason);
+  if (!rc) rc = lsb_cgroup_save(b->dirfd, cg, pids, memory);
+  if (!rc) {
+    lua_pushstring(L, cg->version == 2 ? "v2" : "v1");
+    lua_setfield(L, meta_idx, "cgroup");
+    /* listed, then the groups of sandboxes that vanished without a destroy */
+    lsb_cgroup_register(id, path);
+    lsb_cgroup_sweep(cg);
+    return 0;
+  }
+  if (cg->version) {
+    snprintf(reason, sizeof reason, "cannot record the sandbox's cgroup: %s",
+             strerror(-rc));
+    lsb_cgroup_remove(cg);
+    memset(cg, 0, sizeof *cg);
+  }
+  if (explicit[LIMIT_MEMORY] || explicit[LIMIT_PIDS]) {
+    snprintf(why, whysz, "limits.%s needs a cgroup of the sandbox's own, and "
+             "lash cannot make one here: %s. Run lash where it can write "
+             "cgroups (as root, or with a delegated cgroup v2 subtree in "
+             "LASH_CGROUP_ROOT), or pass --limit %s=none to rely on the "
+             "rlimits (address_space, processes) and the sandbox's own uid",
+             explicit[LIMIT_MEMORY] ? "memory" : "pids", reason,
+             explicit[LIMIT_MEMORY] ? "memory" : "pids");
+    return -1;
+  }
+  lua_pushstring(L, "none");
+  lua_setfield(L, meta_idx, "cgroup");
+  lua_getfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.cgroup_warned");
+  if (!lua_toboolean(L, -1)) {
+    lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
+                     "local sandboxes get no cgroup of their own (%s): their "
+                     "memory is bounded only per process (limits.address_space)"
+                     " and their processes by the per-uid count "
+                     "(limits.processes)", reason);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.cgroup_warned");
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
 static int local_create(lua_State *L) {
   char root[LSB_PATH_MAX], id[LSB_ID_LEN + 1], where[2 * LSB_PATH_MAX];
   char rootfs[LSB_PATH_MAX], ws_host[2 * LSB_PATH_MAX];
   const char *workdir, *iso = "bwrap", *bwrap_path = NULL, *netmode = "off", *from = NULL;
-  int none, rc, tries, du = 1, meta_idx, spec = 2;
+  int none, rc, tries, du = 1, meta_idx, spec = 2, own_uid = 0;
+  int explicit[N_LIMITS];
+  uint64_t disk = 0;
+  lsb_cgroup cg;
   uid_t uid = getuid();
   gid_t gid = getgid();
   lsb_box *b;
@@ -681,6 +789,7 @@ static int local_create(lua_State *L) {
     if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) r = (uint32_t)getpid() ^ (uint32_t)time(NULL);
     uid = (uid_t)(LSB_UID_BASE + r % LSB_UID_RANGE);
     gid = (gid_t)uid;
+    own_uid = 1;     /* reserved once the box exists (below) */
   }
   lua_createtable(L, 0, 16);
   meta_idx = lua_gettop(L);
@@ -710,8 +819,18 @@ static int local_create(lua_State *L) {
   lua_setfield(L, meta_idx, "uid");
   lua_pushinteger(L, (lua_Integer)gid);
   lua_setfield(L, meta_idx, "gid");
-  check_limits(L, spec);
+  check_limits(L, spec, explicit);
+  lua_getfield(L, -1, "disk");
+  disk = (uint64_t)lua_tointeger(L, -1);
+  lua_pop(L, 1);
   lua_setfield(L, meta_idx, "limits");
+  if (disk && !lsb_disk_usable(where, sizeof where))
+    lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported", "limits.disk needs a "
+                       "filesystem of the sandbox's own, and lash cannot make "
+                       "one here: %s. Run lash as root on a machine with loop "
+                       "devices, or leave --limit disk out (the workspace and "
+                       "/tmp then share the state root's filesystem; each file "
+                       "stays under limits.file_size)", where);
   lua_getfield(L, spec, "tags");
   lua_setfield(L, meta_idx, "tags");
   /* create the state root; the jail's uid must be able to reach it */
@@ -736,6 +855,41 @@ static int local_create(lua_State *L) {
   if (rc)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create a sandbox under "
                        "%s: %s", root, strerror(-rc));
+  snprintf(where, sizeof where, "%s/%s", root, id);
+  if (own_uid) {
+    /* a uid no account, process or other sandbox holds */
+    uid_draw d;
+    d.first = (uint32_t)uid;
+    d.n = 0;
+    rc = lsb_uid_reserve(LSB_UID_DIR, where, uid_next, &d, &uid);
+    if (rc) {
+      lsb_box_close(b);
+      lsb_rmtree_at(AT_FDCWD, where);
+      lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot reserve a host uid "
+                         "for the sandbox under %s: %s", LSB_UID_DIR,
+                         strerror(-rc));
+    }
+    gid = (gid_t)uid;
+    lua_pushinteger(L, (lua_Integer)uid);
+    lua_setfield(L, meta_idx, "uid");
+    lua_pushinteger(L, (lua_Integer)gid);
+    lua_setfield(L, meta_idx, "gid");
+    {
+      char u[24];
+      int n = snprintf(u, sizeof u, "%u\n", (unsigned)uid);
+      lsb_write_atomic(b->dirfd, "uid", u, (size_t)n, 0600);
+    }
+  }
+  {
+    char why[2048];
+    if (create_cgroup(L, id, where, b, meta_idx, explicit, &cg, why,
+                      sizeof why)) {
+      lsb_box_close(b);
+      if (own_uid) lsb_uid_release(LSB_UID_DIR, uid, where);
+      lsb_rmtree_at(AT_FDCWD, where);
+      lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported", "%s", why);
+    }
+  }
   if (none) {
     snprintf(ws_host, sizeof ws_host, "%s/%s/workspace", root, id);
     lua_pushstring(L, ws_host);
@@ -758,6 +912,8 @@ static int local_create(lua_State *L) {
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
     snprintf(where, sizeof where, "%s/%s", root, id);
     lsb_box_close(b);
+    if (cg.version && lsb_cgroup_remove(&cg) == 0) lsb_cgroup_unregister(id);
+    if (own_uid) lsb_uid_release(LSB_UID_DIR, uid, where);
     lsb_rmtree_at(AT_FDCWD, where);
     lua_error(L);
   }
@@ -770,6 +926,15 @@ static int local_create(lua_State *L) {
       (fchownat(b->dirfd, "workspace", uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
        fchownat(b->dirfd, "tmp", uid, gid, AT_SYMLINK_NOFOLLOW) != 0))
     rc = -errno;
+  if (!rc && disk) {
+    /* the disk quota: workspace and tmp in a filesystem of that size */
+    char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
+    snprintf(bp, sizeof bp, "%s/%s", root, id);
+    why[0] = '\0';
+    rc = lsb_disk_create(bp, disk, uid, gid, why, sizeof why);
+    if (rc) lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "sandbox %s: "
+                             "limits.disk: %s", id, why[0] ? why : strerror(-rc));
+  }
   if (!rc && from) {
     snprintf(ws_host, sizeof ws_host, "%s/%s/workspace", root, id);
     rc = lsb_snapshot_restore(root, from, ws_host, uid, gid, where, sizeof where);
@@ -779,6 +944,9 @@ static int local_create(lua_State *L) {
   if (rc) {
     snprintf(where, sizeof where, "%s/%s", root, id);
     lsb_box_close(b);
+    if (cg.version && lsb_cgroup_remove(&cg) == 0) lsb_cgroup_unregister(id);
+    if (own_uid) lsb_uid_release(LSB_UID_DIR, uid, where);
+    lsb_disk_release(where);
     lsb_rmtree_at(AT_FDCWD, where);
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create sandbox files "
                        "under %s: %s", root, strerror(-rc));
@@ -1164,7 +1332,8 @@ static void stop_super(lua_State *L, const char *root, const char *id) {
 ** runs (the first command, or the last jail died). Raises start_failed.
 ** May leave one closed to-be-closed slot on the stack. */
 static lsb_super *ensure_super(lua_State *L, const char *root, const meta *m,
-                               lsb_box *box) {
+                               lsb_box *box, const lsb_cgroup *cg,
+                               uint64_t cg_pids, uint64_t cg_memory) {
   lsb_super *s = find_super(L, root, m->id);
   lsb_super_spec spec;
   lsb_jail j;
@@ -1204,7 +1373,21 @@ static lsb_super *ensure_super(lua_State *L, const char *root, const meta *m,
   left = ceil(m->expires_at - wall_now());
   spec.expires_in = left < 1 ? 1 : left > 1e9 ? 1000000000L : (long)left;
   spec.box_dirfd = box->dirfd;
+  spec.spawn.cgroup_fds[0] = spec.spawn.cgroup_fds[1] = -1;
+  /* the jail goes into the sandbox's group, or not at all: its limits must
+  ** hold, and every command descends from the supervisor */
+  if (cg->version) {
+    rc = lsb_cgroup_open(cg, cg_pids, cg_memory, spec.spawn.cgroup_fds);
+    if (rc) {
+      lsb_view_close(v);
+      lash_sandbox_raise(L, LASH_SB_ERROR, "start_failed", "the command could "
+                         "not start in the sandbox: cannot join its cgroup "
+                         "(%s)", strerror(-rc));
+    }
+    spec.spawn.join_cgroup = 1;
+  }
   rc = lsb_super_start(s, &spec, msg, sizeof msg);
+  lsb_cgroup_close(spec.spawn.cgroup_fds);
   /* closed now; its slot stays (popping a to-be-closed slot is not safe
   ** on every Lua 5.4) */
   lsb_view_close(v);
@@ -1230,6 +1413,8 @@ static int local_exec(lua_State *L) {
   exec_op *op;
   lsb_super *sup = NULL;
   int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
+  lsb_cgroup cg;
+  uint64_t cg_pids = 0, cg_memory = 0;
   luaL_checktype(L, 1, LUA_TTABLE);
   id = check_id(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
@@ -1237,6 +1422,11 @@ static int local_exec(lua_State *L) {
   lua_settop(L, 4);
   load(L, 1, id, root, sizeof root, &box, &m, 0);   /* 5 box, 6 meta */
   metat = 6;
+  rc = lsb_cgroup_load(box->dirfd, id, &cg, &cg_pids, &cg_memory);
+  if (rc && rc != -ENOENT)
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "corrupt", "the cgroup record "
+                       "of sandbox '%s' is damaged (%s); destroy it", id,
+                       strerror(-rc));
   lua_getfield(L, 4, "timeout");
   timeout = lua_tointeger(L, -1);
   lua_getfield(L, 4, "max_output_bytes");
@@ -1280,7 +1470,8 @@ static int local_exec(lua_State *L) {
     op->in_data = lua_tolstring(L, -1, &op->in_len);
   lua_pop(L, 1);
   /* the jail, built at the sandbox's first command (may raise) */
-  if (!m.isolation_none) sup = ensure_super(L, root, &m, box);
+  if (!m.isolation_none)
+    sup = ensure_super(L, root, &m, box, &cg, cg_pids, cg_memory);
   /* command lines, all C memory from here on: freed before any raise */
   lsb_argv_init(&argv);
   lsb_argv_init(&envs);
@@ -1294,6 +1485,7 @@ static int local_exec(lua_State *L) {
   }
   env_strings(L, envt, &envs);
   memset(&so, 0, sizeof so);
+  so.cgroup_fds[0] = so.cgroup_fds[1] = -1;
   so.limits = &m.limits;
   so.drop = m.drop;
   so.uid = m.uid;
@@ -1314,6 +1506,12 @@ static int local_exec(lua_State *L) {
     so.new_session = 1;
     op->group = 1;
     if (rc) stage = "find";
+    if (!rc && cg.version) {
+      /* into the sandbox's group, or not at all: its limits must hold */
+      rc = lsb_cgroup_open(&cg, cg_pids, cg_memory, so.cgroup_fds);
+      if (rc) stage = "joining the sandbox's cgroup";
+      so.join_cgroup = 1;
+    }
   } else {
     /* the pipes go to the jail's supervisor, which runs the command */
     op->jailed = 1;
@@ -1347,6 +1545,7 @@ static int local_exec(lua_State *L) {
     if (sp.err_fd >= 0) fcntl(sp.err_fd, F_SETFL, O_NONBLOCK);
   }
   if (!rc && !op->jailed) rc = lsb_spawn_child(&so, &sp, &stage);
+  lsb_cgroup_close(so.cgroup_fds);
   lsb_argv_free(&argv);
   lsb_argv_free(&envs);
   if (rc == -ENOENT && stage &&
@@ -1489,12 +1688,20 @@ static int local_spawn(lua_State *L) {
   spawn_ctx *c;
   lash_proc_hooks hooks;
   void *handle;
+  lsb_cgroup cg;
+  uint64_t cg_pids = 0, cg_memory = 0;
   luaL_checktype(L, 1, LUA_TTABLE);
   id = check_id(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
   luaL_checktype(L, 4, LUA_TTABLE);
   lua_settop(L, 4);
   load(L, 1, id, root, sizeof root, &box, &m, 0);   /* 5 box, 6 meta */
+  rc = lsb_cgroup_load(box->dirfd, id, &cg, &cg_pids, &cg_memory);
+  if (rc && rc != -ENOENT)
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "corrupt", "the cgroup record "
+                       "of sandbox '%s' is damaged (%s); destroy it", id,
+                       strerror(-rc));
+  rc = 0;
   handle = lash_proc_push_empty(L);                 /* 7: owns the child */
   if (lua_getfield(L, 4, "cwd") == LUA_TSTRING) {
     if (lsb_path_join(m.workdir, lua_tostring(L, -1), cwd, sizeof cwd) != 0)
@@ -1525,6 +1732,7 @@ static int local_spawn(lua_State *L) {
   }
   env_strings(L, envt, &envs);
   memset(&so, 0, sizeof so);
+  so.cgroup_fds[0] = so.cgroup_fds[1] = -1;
   so.limits = &m.limits;
   so.drop = m.drop;
   so.uid = m.uid;
@@ -1579,7 +1787,14 @@ static int local_spawn(lua_State *L) {
     so.pass_fd = argsfd;
     so.pass_fd2 = infop[1];
   }
+  if (!rc && cg.version) {
+    /* into the sandbox's group, or not at all: its limits must hold */
+    rc = lsb_cgroup_open(&cg, cg_pids, cg_memory, so.cgroup_fds);
+    if (rc) stage = "joining the sandbox's cgroup";
+    so.join_cgroup = 1;
+  }
   if (!rc) rc = lsb_spawn_child(&so, &sp, &stage);
+  lsb_cgroup_close(so.cgroup_fds);
   if (argsfd >= 0) close(argsfd);
   if (infop[1] >= 0) close(infop[1]);
   lsb_argv_free(&argv);
@@ -2078,6 +2293,18 @@ static int local_poll(lua_State *L) {
 
 /* ---- destroy, list, gc --------------------------------------------------------- */
 
+/* Release the host uid recorded in a box (file "uid") that lived at path. */
+static void release_uid(int dirfd, const char *path) {
+  char *data = NULL;
+  size_t len;
+  if (lsb_read_all(dirfd, "uid", 32, &data, &len) == 0) {
+    unsigned long u = strtoul(data, NULL, 10);
+    if (u >= LSB_UID_BASE && u < (unsigned long)LSB_UID_BASE + LSB_UID_RANGE)
+      lsb_uid_release(LSB_UID_DIR, (uid_t)u, path);
+  }
+  free(data);
+}
+
 /* Destroy id under root: kill its running commands, move it out of the
 ** way atomically (so it is gone for everyone at once), remove the files.
 ** Returns 1 when it existed, 0 when it was already gone. */
@@ -2085,7 +2312,7 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
   lsb_box *box = push_box(L);
   char trash[LSB_PATH_MAX + 64], from[LSB_PATH_MAX];
   unsigned char r[4];
-  int rc, i;
+  int rc, i, cg_busy;
   /* our own jail of it first (reaped here); other processes' through the
   ** job records below */
   stop_super(L, root, id);
@@ -2098,8 +2325,13 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open sandbox '%s': %s",
                        id, strerror(-rc));
   lsb_jobs_kill(box->dirfd);
-  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) memset(r, 0, sizeof r);
   snprintf(from, sizeof from, "%s/%s", root, id);
+  /* whatever still runs in its cgroup (an escaped or orphaned process),
+  ** then the group; the uid goes back with the sandbox */
+  cg_busy = lsb_cgroup_remove_at(box->dirfd, id) != 0;
+  release_uid(box->dirfd, from);
+  lsb_disk_release(from);
+  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) memset(r, 0, sizeof r);
   snprintf(trash, sizeof trash, "%s/.trash-%s-%02x%02x%02x%02x", root, id,
            r[0], r[1], r[2], r[3]);
   if (rename(from, trash) != 0) {
@@ -2114,7 +2346,7 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
   lua_pop(L, 1);
   /* killed processes may still be writing for a moment: retry briefly, and
   ** leave what resists to gc (the sandbox is already gone by its id) */
-  for (i = 0; i < 20; i++) {
+  for (i = 0; i < 20 && !cg_busy; i++) {   /* a busy group: gc retries */
     if (lsb_rmtree_at(AT_FDCWD, trash) == 0) break;
     usleep(10000);
   }
@@ -2223,6 +2455,18 @@ static int local_gc(lua_State *L) {
     name = lua_tostring(L, -1);
     snprintf(path, sizeof path, "%s/%s", root, name);
     if (name[0] == '.') {          /* a destroy that left files behind */
+      int tfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (tfd >= 0) {
+        char tid[LSB_ID_LEN + 1];
+        snprintf(tid, sizeof tid, "%s", name + 7);
+        if (lsb_id_valid(tid) && lsb_cgroup_remove_at(tfd, tid) != 0) {
+          close(tfd);          /* still busy: keep the record for next time */
+          lua_settop(L, top);
+          continue;
+        }
+        close(tfd);
+      }
+      lsb_disk_release(path);
       lsb_rmtree_at(AT_FDCWD, path);
       lua_settop(L, top);
       continue;

@@ -11,6 +11,8 @@
 **                    for host secrets, rlimits, and spawning a jailed child;
 **   sandbox_super.c  the jail built once per sandbox, and the requests to
 **                    its supervisor (src/jaild/jaild.c) that run commands;
+**   sandbox_cgroup.c the control group of each sandbox (pids, memory);
+**   sandbox_disk.c   the disk quota: a filesystem of the sandbox's own;
 **   sandbox_local.c  the backend slots (see sandbox.h) tying these together.
 ** Nothing here touches Lua except sandbox_local.c.
 */
@@ -231,6 +233,9 @@ typedef struct lsb_limits {
   uint64_t open_files;       /* RLIMIT_NOFILE */
   uint64_t processes;        /* RLIMIT_NPROC (counted per host uid) */
   uint64_t file_size;        /* bytes, RLIMIT_FSIZE */
+  uint64_t memory;           /* bytes, the sandbox's cgroup memory.max */
+  uint64_t pids;             /* the sandbox's cgroup pids.max */
+  uint64_t disk;             /* bytes: a filesystem of its own (0: none) */
 } lsb_limits;
 
 /* Defaults sized for everyday builds. */
@@ -255,6 +260,20 @@ void lsb_argv_free(lsb_argv *a);
 #define LSB_UID_BASE 1593835520u
 #define LSB_UID_RANGE (1u << 20)
 #define LSB_INNER_UID 65534
+/* Reservations of those uids, one file per uid naming the sandbox's
+** directory, shared by every state root on the host. */
+#define LSB_UID_DIR "/var/lib/lash/uids"
+
+/* Reserve a host uid for the sandbox directory box in dir: the first
+** candidate from next(ud) (0 ends them) that no host account or group
+** (/etc/passwd, /etc/group), running process or live reservation holds.
+** dir/<uid> is created O_EXCL holding box's path; a reservation whose
+** sandbox is gone is taken over. Returns 0 and *uid, or -errno (-EAGAIN:
+** no candidate was free). */
+int  lsb_uid_reserve(const char *dir, const char *box,
+                     uint32_t (*next)(void *), void *ud, uid_t *uid);
+/* Drop the reservation of uid if it is box's (or its sandbox is gone). */
+void lsb_uid_release(const char *dir, uid_t uid, const char *box);
 /* The jail's private /dev/shm: a tmpfs of its own, this big at most. */
 #define LSB_SHM_BYTES (64ull << 20)
 
@@ -298,6 +317,9 @@ typedef struct lsb_spawn_opts {
   int pass_fd4;                /* > 0: handed to the child as fd 7 */
   int outputs;                 /* 0: none (stdout/stderr to /dev/null),
                                ** 2: stdout and stderr pipes */
+  int join_cgroup;             /* 1: the child joins cgroup_fds */
+  int cgroup_fds[2];           /* cgroup.procs of the sandbox's group
+                               ** (lsb_cgroup_open); -1 when absent */
 } lsb_spawn_opts;
 
 /* fork + exec with every fd but the pipes closed, the parent-death signal
@@ -317,5 +339,69 @@ int lsb_find_exe(const char *name, const char *path, char *out, size_t outsz);
 ** that cannot. */
 int lsb_traversable(const char *path, uid_t uid, gid_t gid, char *where,
                     size_t wheresz);
+
+/* ---- the control group (sandbox_cgroup.c) --------------------------- */
+
+/* One group per sandbox: v2 <base>/<id> (base: $LASH_CGROUP_ROOT, or
+** "lash" beside lash's own group), or v1 <pids>/lash/<id> and
+** <memory>/lash/<id> under lash's own groups. version 0: none. */
+typedef struct lsb_cgroup {
+  int version;
+  char dir[2][LSB_PATH_MAX];   /* v2: dir[0]; v1: dir[0] pids, dir[1] memory */
+} lsb_cgroup;
+
+/* Find a writable hierarchy and make the group of sandbox id with
+** pids.max = pids and memory.max = memory (0: "max"; swap counted in it).
+** Returns 0, or -errno with *why saying what is missing and how to get it
+** (LASH_CGROUP_ROOT=none switches cgroups off). */
+int  lsb_cgroup_setup(const char *id, uint64_t pids, uint64_t memory,
+                      lsb_cgroup *cg, char *why, size_t whysz);
+/* Record it in the box (file "cgroup") / read it back, checked to be a
+** group named id in a cgroup file system. load: -ENOENT when the sandbox
+** has none. */
+int  lsb_cgroup_save(int boxfd, const lsb_cgroup *cg, uint64_t pids,
+                     uint64_t memory);
+int  lsb_cgroup_load(int boxfd, const char *id, lsb_cgroup *cg,
+                     uint64_t *pids, uint64_t *memory);
+/* Open cgroup.procs of the group (made again with its limits when it is
+** gone, e.g. after a reboot), for lsb_spawn_opts.cgroup_fds. */
+int  lsb_cgroup_open(const lsb_cgroup *cg, uint64_t pids, uint64_t memory,
+                     int fds[2]);
+void lsb_cgroup_close(int fds[2]);
+/* In a forked child before exec: join the group. 0 or -1 (errno set). */
+int  lsb_cgroup_enter(const int fds[2]);
+/* SIGKILL everything in the group (pids.max set to 0 first so nothing new
+** starts). Returns the number of signals sent. */
+int  lsb_cgroup_kill(const lsb_cgroup *cg);
+/* Kill, then remove the group. 0, or -EBUSY when it would not go. */
+int  lsb_cgroup_remove(const lsb_cgroup *cg);
+/* Remove the group recorded in a box, if any (and unregister it). */
+int  lsb_cgroup_remove_at(int boxfd, const char *id);
+/* As root, the groups lash made, each a file <id> naming its sandbox's
+** directory: register at create, unregister at removal. sweep: remove the
+** groups beside cg's whose listed sandbox directory is gone (a state root
+** deleted without a destroy); unlisted ones are left alone. Returns how
+** many went. */
+#define LSB_CGROUP_DIR "/var/lib/lash/cgroups"
+void lsb_cgroup_register(const char *id, const char *box);
+void lsb_cgroup_unregister(const char *id);
+int  lsb_cgroup_sweep(const lsb_cgroup *cg);
+
+/* ---- the disk quota (sandbox_disk.c) -------------------------------- */
+
+/* 1 when a quota can be made here (root, loop devices, mkfs.ext4); else 0
+** and *why says what is missing. */
+int  lsb_disk_usable(char *why, size_t whysz);
+/* Give the box at path box (its empty workspace/ and tmp/ made) a
+** filesystem of bytes: <box>/disk.img, mounted at <box>/disk, its
+** workspace/ and tmp/ (owned uid/gid) bound onto the box's. 0 or -errno
+** with *why. */
+int  lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
+                     char *why, size_t whysz);
+/* A box with a quota whose mounts are gone (a reboot): mount them again.
+** 0 (also for a box without a quota) or -errno with *why. */
+int  lsb_disk_ensure(int boxfd, const char *box, char *why, size_t whysz);
+/* Unmount (lazily) the box's quota filesystem and its binds. */
+void lsb_disk_release(const char *box);
 
 #endif

@@ -3,8 +3,9 @@
 ** directory <state root>/<id> holding a lock file (flock: shared for
 ** readers, exclusive for writers), meta.json (replaced atomically: write,
 ** fsync, rename, fsync of the directory), the workspace, the sandbox's
-** /tmp, and job records of commands running in it. Also ids, path
-** normalization, and a tree removal that never follows symlinks.
+** /tmp, and job records of commands running in it. Also ids, the host
+** uids reserved for sandboxes, path normalization, and a tree removal
+** that never follows symlinks.
 */
 #include "sandbox_local.h"
 
@@ -452,4 +453,131 @@ int lsb_jobs_kill(int dirfd) {
   }
   closedir(d);
   return killed;
+}
+
+/* ---- host uids ------------------------------------------------------ */
+
+/* Does a process run as uid (its /proc entry is owned by the effective
+** uid)? */
+static int uid_running(uid_t uid) {
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  int found = 0;
+  if (!d) return 0;
+  while (!found && (e = readdir(d)) != NULL) {
+    struct stat st;
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    if (fstatat(dirfd(d), e->d_name, &st, 0) == 0 && st.st_uid == uid)
+      found = 1;
+  }
+  closedir(d);
+  return found;
+}
+
+/* A host account or group with that number (getpwuid would load NSS
+** modules into a process that may be forking: read the files). */
+static int uid_named(const char *file, unsigned id) {
+  FILE *f = fopen(file, "re");
+  char line[1024];
+  int found = 0;
+  if (!f) return 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    char *c = strchr(line, ':');
+    if (c && (c = strchr(c + 1, ':')) && strtoul(c + 1, NULL, 10) == id &&
+        c[1] >= '0' && c[1] <= '9')
+      found = 1;
+  }
+  fclose(f);
+  return found;
+}
+
+/* The box a reservation names, when it still exists. */
+static int reservation_live(int dfd, const char *name) {
+  char *data = NULL;
+  size_t len;
+  struct stat st;
+  int live = 1;
+  if (lsb_read_all(dfd, name, LSB_PATH_MAX, &data, &len) == 0) {
+    while (len && data[len - 1] == '\n') data[--len] = '\0';
+    live = len > 0 && stat(data, &st) == 0;
+  }
+  free(data);
+  return live;
+}
+
+int lsb_uid_reserve(const char *dir, const char *box,
+                    uint32_t (*next)(void *), void *ud, uid_t *uid) {
+  int dfd, rc, tries;
+  char name[16], body[LSB_PATH_MAX + 2];
+  int blen = snprintf(body, sizeof body, "%s\n", box);
+  if ((rc = lsb_mkdirs(dir, 0700)) != 0) return rc;
+  dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return -errno;
+  {
+    /* reservations of sandboxes deleted without a destroy (their state
+    ** root removed) go first, so the list stays the live ones */
+    int sfd = dup(dfd);
+    DIR *d = sfd >= 0 ? fdopendir(sfd) : NULL;
+    struct dirent *e;
+    if (d) {
+      while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9' &&
+            !reservation_live(dfd, e->d_name))
+          unlinkat(dfd, e->d_name, 0);
+      closedir(d);
+    } else if (sfd >= 0) {
+      close(sfd);
+    }
+  }
+  for (tries = 0; tries < 1000; tries++) {
+    uint32_t u = next(ud);
+    int fd;
+    if (u == 0) break;
+    if (uid_named("/etc/passwd", u) || uid_named("/etc/group", u) ||
+        uid_running((uid_t)u))
+      continue;
+    snprintf(name, sizeof name, "%u", u);
+    fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) {
+      /* another sandbox's, unless that sandbox is gone */
+      if (reservation_live(dfd, name)) continue;
+      if (lsb_write_atomic(dfd, name, body, (size_t)blen, 0600) != 0) continue;
+      close(dfd);
+      *uid = (uid_t)u;
+      return 0;
+    }
+    if (fd < 0) {
+      rc = -errno;
+      close(dfd);
+      return rc;
+    }
+    rc = write(fd, body, (size_t)blen) == blen ? 0 : -EIO;
+    close(fd);
+    if (rc) {
+      unlinkat(dfd, name, 0);
+      close(dfd);
+      return rc;
+    }
+    close(dfd);
+    *uid = (uid_t)u;
+    return 0;
+  }
+  close(dfd);
+  return -EAGAIN;
+}
+
+void lsb_uid_release(const char *dir, uid_t uid, const char *box) {
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  char name[16], *data = NULL;
+  size_t len;
+  if (dfd < 0) return;
+  snprintf(name, sizeof name, "%u", (unsigned)uid);
+  if (lsb_read_all(dfd, name, LSB_PATH_MAX, &data, &len) == 0) {
+    while (len && data[len - 1] == '\n') data[--len] = '\0';
+    /* only our own: the box may have been moved to the trash meanwhile */
+    if (strcmp(data, box) == 0 || !reservation_live(dfd, name))
+      unlinkat(dfd, name, 0);
+  }
+  free(data);
+  close(dfd);
 }

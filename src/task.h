@@ -43,6 +43,8 @@ struct lash_task {
   int joined;
   int nargs;              /* arguments waiting on co for the first resume */
   unsigned id;
+  void *budget;           /* lbudget.c: the budget.call it is inside, put
+                          ** in place only while it runs */
 };
 
 struct lash_runtime {
@@ -77,5 +79,12 @@ int  lash_is_error(lua_State *L, int idx, const char *kind);
 /* Cancel every live task and give them a bounded time to unwind. */
 void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms);
 int  lash_task_cancel(lash_task *t);
+
+/* lbudget.c: a budget follows its task. enter/leave put b in place and
+** take it off (idempotent, raise nothing); suspend takes off whatever
+** budget is in place and returns it (NULL if none). */
+void  lash_budget_enter(lua_State *L, void *b);
+void  lash_budget_leave(lua_State *L, void *b);
+void *lash_budget_suspend(lua_State *L);
 
 #endif

@@ -64,7 +64,7 @@ local KIND = {
   provider = "provider", model = "provider", stream = "provider",
   connect = "provider", timeout = "provider", tls = "provider", http = "provider", status = "provider",
   auth = "auth", unavailable = "unavailable", refused = "refused",
-  limit = "limit", retries = "limit", approval = "approval",
+  limit = "limit", retries = "limit", budget = "limit", approval = "approval",
   sandbox = "sandbox", cancelled = "cancelled",
 }
 

@@ -10,9 +10,10 @@
 -- of anything but "lash"; `load` takes text only). Each refused name says
 -- why. Loading runs under lash.core.budget: instructions (counted in every
 -- coroutine created while loading), wall-clock seconds, and memory enforced
--- in the allocator (M.BUDGET). The budget covers loading, not the work the
--- spec's functions do later in a run: tool handlers run under the process's
--- memory limit (--memory-limit) and their own timeouts. `trust = true`
+-- in the allocator (M.BUDGET). The functions the spec defines run later,
+-- each call under lash.spec_env.CALL_BUDGET (instructions, memory, run time
+-- not counting waits), and raise a typed error of kind "budget" past it.
+-- `trust = true`
 -- (`lash run --trust`) loads with the full standard library and API and no
 -- budget.
 --

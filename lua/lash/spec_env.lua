@@ -13,7 +13,8 @@
 -- network, a backend's endpoint or credentials, a model endpoint that
 -- would receive the host's API key) come only from the trusted side; in an
 -- untrusted spec, Lua, YAML or JSON alike, they are refused when the spec
--- is loaded, naming the option and the flag that sets it.
+-- is loaded, naming the option and the flag that sets it. The functions it
+-- hands the constructors run later under a budget per call (M.CALL_BUDGET).
 --
 -- Review rule: a name goes into API below only if calling it, at load
 -- time or later from a function the spec defined, cannot reach anything
@@ -175,6 +176,68 @@ local function pick(mod, names)
   return out
 end
 
+---------------------------------------------------------------------------
+-- Run-time budgets
+
+--- The budget of each call of a function an untrusted spec defines (a tool
+-- handler, an instruction function, a hook, a model function), at run time:
+-- Lua instructions, net bytes allocated, and seconds of run time (waiting,
+-- e.g. for a sandbox command, is not counted). Spent, the call raises a
+-- typed error of kind "budget".
+M.CALL_BUDGET = { instructions = 100000000, memory = 64 * 1024 * 1024, seconds = 10 }
+
+--- Wrap f so that every call runs under M.CALL_BUDGET (and the spec's safe
+-- string methods).
+-- @tparam function f
+-- @tparam string label names f in the error
+-- @tparam[opt] table string_index strings' __index while f runs
+-- @treturn function
+function M.budgeted(f, label, string_index)
+  local call = L().core.budget.call
+  local limits = {
+    instructions = M.CALL_BUDGET.instructions, memory = M.CALL_BUDGET.memory,
+    seconds = M.CALL_BUDGET.seconds, label = label, string_index = string_index,
+  }
+  return function(...)
+    return call(f, limits, ...)
+  end
+end
+
+-- The functions in what a spec hands a constructor, budgeted: function
+-- arguments, and functions in plain tables (not lash's objects, which were
+-- made by constructors already) a few levels down. Tables are copied only
+-- when something in them changed.
+local function guard_value(v, label, sstring, depth, seen)
+  if type(v) == "function" then return M.budgeted(v, label, sstring) end
+  if type(v) ~= "table" or depth > 4 or seen[v] or getmetatable(v) ~= nil then return v end
+  seen[v] = true
+  local copy
+  for k, x in pairs(v) do
+    local name = type(k) == "string" and (label .. "." .. k) or label
+    local g = guard_value(x, name, sstring, depth + 1, seen)
+    if g ~= x then
+      if not copy then
+        copy = {}
+        for k2, x2 in pairs(v) do copy[k2] = x2 end
+      end
+      copy[k] = g
+    end
+  end
+  return copy or v
+end
+
+local function guarded(who, ctor, sstring)
+  return function(...)
+    local args = table.pack(...)
+    local label = who
+    if type(args[1]) == "table" and type(rawget(args[1], "name")) == "string" then
+      label = who .. " '" .. args[1].name .. "'"
+    end
+    for i = 1, args.n do args[i] = guard_value(args[i], label, sstring, 1, {}) end
+    return ctor(table.unpack(args, 1, args.n))
+  end
+end
+
 -- Constructors that check what the spec asks for before building it.
 local function agent_ctor(def)
   M.check_agent(def, "lash.agent")
@@ -186,6 +249,12 @@ local function sandbox_ctor(opts)
   M.check_sandbox_options(opts, "lash.sandbox_capability")
   return M.mark(cap)
 end
+
+-- The constructors whose functions run later, at run time.
+local RUNS_LATER = {
+  agent = true, tool = true, toolset = true, capability = true, prefix_tools = true, filter_tools = true,
+  rename_tool = true, wrap_tools = true, sandbox_capability = true, script_model = true,
+}
 
 --- The API, name by name: what the view holds (a function of the real
 -- module giving the value), or a refusal with its reason. Every name of
@@ -241,7 +310,7 @@ M.API = {
     for _, name in ipairs { "encode", "encode_canonical", "try_encode" } do
       local f = l.json[name]
       t[name] = function(...)
-        if l.core.budget.active() then
+        if l.core.budget.loading() then
           error("lash.json." .. name .. " is not available while a spec loaded without --trust is loading; "
             .. "call it from the functions the spec defines, which run later", 2)
         end
@@ -264,7 +333,7 @@ M.API = {
   sleep = function(l)
     local sleep = l.sleep
     return function(seconds)
-      if l.core.budget.active() then
+      if l.core.budget.loading() then
         error("lash.sleep is not available while a spec loaded without --trust is loading (" .. ACTS
           .. "); call it from the functions the spec defines, which run later", 2)
       end
@@ -283,13 +352,18 @@ M.API = {
 }
 
 --- A fresh, read-only view of lash for one spec.
+-- @tparam[opt] table sstring the spec's safe string table: strings' methods
+--   while its functions run
 -- @treturn table
-function M.view()
+function M.view(sstring)
   local l = L()
   local t = {}
   for name, make in pairs(M.API) do
     local ok, v = pcall(make, l)
-    if ok then t[name] = v end
+    if ok then
+      if RUNS_LATER[name] then v = guarded("lash." .. name, v, sstring) end
+      t[name] = v
+    end
   end
   return setmetatable({}, {
     __index = function(_, k)
@@ -461,8 +535,8 @@ end
 -- @treturn table the safe string table (to serve as strings' __index
 --   while the spec loads)
 function M.env()
-  local api = M.view()
   local sstring = safe_string()
+  local api = M.view(sstring)
   -- metatables the spec set itself; lash's own stay out of its reach
   local own = setmetatable({}, { __mode = "k" })
   local env

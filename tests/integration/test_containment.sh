@@ -159,6 +159,116 @@ else
   n=$((n+1)); echo "ok $n - # SKIP sandbox A vs B fork bomb: as uid $(id -u) every sandbox shares this uid's process count (lash separates them by uid only as root)"
 fi
 
+# --- a cgroup per sandbox: pids.max and memory.max ---------------------------
+# Where lash can write cgroups (root here; v2 with a delegated subtree, or
+# v1) each sandbox gets a group of its own; elsewhere an explicit
+# limits.memory/pids is refused, naming why, and never silently ignored.
+# cgval SANDBOX FILE: a file of its group (v2: the one dir; v1: pids, memory)
+cgdir() { sed -n "${2}p" "$LASH_SANDBOX_ROOT/$1/cgroup" 2>/dev/null; }
+cgval() {
+  local v; v=$(sed -n 1p "$LASH_SANDBOX_ROOT/$1/cgroup" 2>/dev/null)
+  case "$v:$2" in
+    2:*) cat "$(cgdir "$1" 2)/$2" 2>/dev/null ;;
+    1:pids.*) cat "$(cgdir "$1" 2)/$2" 2>/dev/null ;;
+    1:memory.max) cat "$(cgdir "$1" 3)/memory.limit_in_bytes" 2>/dev/null ;;
+    1:memory.swap) cat "$(cgdir "$1" 3)/memory.memsw.limit_in_bytes" 2>/dev/null || echo none ;;
+    2:memory.swap) cat "$(cgdir "$1" 2)/memory.swap.max" 2>/dev/null || echo none ;;
+    1:cgroup.procs) cat "$(cgdir "$1" 3)/cgroup.procs" 2>/dev/null ;;
+    1:oom_kill) grep -o 'oom_kill [0-9]*' "$(cgdir "$1" 3)/memory.oom_control" | grep -o '[0-9]*$' ;;
+    2:oom_kill) grep -o '^oom_kill [0-9]*' "$(cgdir "$1" 2)/memory.events" | grep -o '[0-9]*$' ;;
+  esac
+}
+MEM=$((128 * 1024 * 1024))
+A=$(sb create --timeout 600 --limit pids=64 --limit memory=$MEM 2>"$work/cgerr")
+if [ -n "$A" ] && [ -s "$LASH_SANDBOX_ROOT/$A/cgroup" ]; then
+  B=$(sb create --timeout 600)
+  check "sandbox A has a cgroup of its own (v$(sed -n 1p "$LASH_SANDBOX_ROOT/$A/cgroup"): $(cgdir "$A" 2))" \
+    test -d "$(cgdir "$A" 2)"
+  check "  with pids.max 64 ($(cgval "$A" pids.max))" test "$(cgval "$A" pids.max)" = 64
+  check "  and memory.max 128 MiB ($(cgval "$A" memory.max))" test "$(cgval "$A" memory.max)" = $MEM
+  sw=$(cgval "$A" memory.swap)
+  check "  swap counted in it ($sw)" test "$sw" = $MEM -o "$sw" = 0 -o "$sw" = none
+  check "sandbox B has its own, with the defaults ($(cgval "$B" pids.max) processes)" \
+    test "$(cgval "$B" pids.max)" = 2048 -a "$(cgdir "$A" 2)" != "$(cgdir "$B" 2)"
+  ( sb exec "$A" --timeout 10 -- sh -c 'sleep 2.345' >/dev/null 2>&1 & )
+  for _ in $(seq 50); do [ -n "$(cgval "$A" cgroup.procs)" ] && break; sleep 0.1; done
+  check "a command of A runs in A's group ($(cgval "$A" cgroup.procs | wc -l) processes)" test -n "$(cgval "$A" cgroup.procs)"
+  # a fork bomb in A meets A's pids.max, while B runs commands
+  ( sb exec "$A" --timeout 15 -- sh -c 'bomb() { bomb | bomb & }; bomb; sleep 30' >/dev/null 2>&1 & )
+  sleep 3
+  peak=$(cgval "$A" pids.current)
+  out=$(sb exec "$B" --timeout 10 -- sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true || exit 1; done; echo alive' 2>&1)
+  check "while a fork bomb runs in A, B runs commands ($out)" test "$out" = alive
+  check "  and A's processes stay at its pids.max ($peak <= 64)" test "${peak:-999}" -le 64
+  for _ in $(seq 60); do [ "$(leftovers 'bom[b]')" = 0 ] && break; sleep 0.5; done
+  # a memory hog in A dies in A's group; B is untouched
+  out=$(sb exec "$A" --timeout 30 -- sh -c 'awk "BEGIN { s = \"xxxxxxxxxxxxxxxx\"; while (1) s = s s }" 2>/dev/null; echo "exit $?"' 2>&1)
+  check "a memory hog in A is killed by A's memory.max ($out, oom kills $(cgval "$A" oom_kill))" \
+    test "$out" = "exit 137" -a "$(cgval "$A" oom_kill)" -ge 1
+  out=$(sb exec "$B" -- sh -c 'head -c 200000000 /dev/zero | tail -c 1 | wc -c' 2>&1)
+  check "  B still uses more than A's limit (one 200 MB line) ($out)" test "$out" = 1
+  check "  B saw no OOM kill ($(cgval "$B" oom_kill))" test "$(cgval "$B" oom_kill)" = 0
+  # a reboot empties cgroupfs: the next command makes the group again
+  for d in $(cgdir "$A" 2) $(cgdir "$A" 3); do [ -n "$d" ] && rmdir "$d"; done
+  out=$(sb exec "$A" -- sh -c 'echo ran' 2>&1)
+  check "a lost group is made again by the next command, limits and all ($out, pids.max $(cgval "$A" pids.max))" \
+    test "$out" = ran -a "$(cgval "$A" pids.max)" = 64 -a "$(cgval "$A" memory.max)" = $MEM
+  # destroy leaves nothing: no group, no process, no reserved uid
+  a_dirs="$(cgdir "$A" 2) $(cgdir "$A" 3)"; a_uid=$(cat "$LASH_SANDBOX_ROOT/$A/uid" 2>/dev/null)
+  ( sb exec "$A" --timeout 60 -- sh -c 'sleep 59.5' >/dev/null 2>&1 & )
+  for _ in $(seq 50); do [ -n "$(cgval "$A" cgroup.procs)" ] && break; sleep 0.1; done
+  sb destroy "$A"
+  left=0; for d in $a_dirs; do [ -e "$d" ] && left=$((left+1)); done
+  check "destroy removes A's group ($left left of: $a_dirs)" test "$left" = 0
+  check "  and kills what ran in it" gone 'sleep 59.[5]'
+  check "  and gives back its uid ($a_uid)" test -n "$a_uid" -a ! -e "/var/lib/lash/uids/$a_uid"
+  sb destroy "$B"
+  # where cgroups are off, limits that need one are refused, defaults fall back
+  err=$(LASH_CGROUP_ROOT=none sb create --limit memory=$MEM 2>&1 >/dev/null); rc=$?
+  check "without cgroups, --limit memory is refused, naming why (exit $rc)" \
+    sh -c "test $rc != 0 && echo \"\$1\" | grep -q 'limits.memory needs a cgroup' && echo \"\$1\" | grep -q 'LASH_CGROUP_ROOT=none'" _ "$err"
+  C=$(LASH_CGROUP_ROOT=none sb create 2>"$work/cgwarn")
+  check "  and a sandbox with the defaults is made, with a warning ($(head -c 80 "$work/cgwarn"))" \
+    sh -c "test -n '$C' && test ! -e '$LASH_SANDBOX_ROOT/$C/cgroup' && grep -q 'no cgroup of their own' '$work/cgwarn'"
+  [ -n "$C" ] && sb destroy "$C"
+  F=$(sb create --limit memory=none --limit pids=none)
+  check "--limit memory=none --limit pids=none: no group at all" test -n "$F" -a ! -e "$LASH_SANDBOX_ROOT/$F/cgroup"
+  [ -n "$F" ] && sb destroy "$F"
+else
+  # not writable here (an unprivileged run, or a container without one):
+  # the explicit limit is refused with the reason, never ignored
+  check "without writable cgroups, --limit memory/pids is refused naming why ($(head -c 160 "$work/cgerr"))" \
+    sh -c "test -z '$A' && grep -q 'needs a cgroup' '$work/cgerr'"
+  n=$((n+1)); echo "ok $n - # SKIP per-sandbox cgroup cases: lash cannot write cgroups here ($(grep -o 'lash cannot make one here: [^.]*' "$work/cgerr" | head -c 200))"
+fi
+
+# --- a disk quota per sandbox (limits.disk) ---------------------------------
+# As root with loop devices: the workspace and /tmp in an ext4 filesystem of
+# the quota's size. Elsewhere --limit disk is refused, naming why.
+D=$(sb create --timeout 600 --limit disk=$((48 * 1024 * 1024)) 2>"$work/diskerr")
+if [ -n "$D" ]; then
+  E=$(sb create --timeout 600)
+  ID_SAVE=$ID; ID=$D
+  jail 'dd if=/dev/zero of=big bs=1M count=80 2>/dev/null; echo "dd $?"; dd if=/dev/zero of=/tmp/more bs=1M count=8 2>/dev/null; echo "dd $?"; du -sk . | cut -f1'
+  set -- $out x x x
+  check "a write past the disk quota fails in the sandbox ($1 $2; $5 KiB kept)" test "$2" != 0 -a "${5:-999999}" -le 49152
+  check "  /tmp shares the quota ($3 $4)" test "$4" != 0
+  ID=$ID_SAVE
+  out=$(sb exec "$E" -- sh -c 'dd if=/dev/zero of=big bs=1M count=80 2>/dev/null; echo "dd $?"; rm big' 2>&1)
+  check "  another sandbox is not bounded by it ($out)" test "$out" = "dd 0"
+  # a reboot unmounts everything: the next use mounts it again
+  for m in workspace tmp disk; do umount -l "$LASH_SANDBOX_ROOT/$D/$m"; done
+  out=$(sb exec "$D" -- sh -c 'ls big >/dev/null && df -k . | tail -1 | awk "{print \$2}"' 2>&1)
+  check "  lost mounts are made again on the next use, files kept ($out KiB)" test "${out:-0}" -gt 0 -a "${out:-999999}" -le 49152
+  sb destroy "$D"; sb destroy "$E"
+  check "  destroy unmounts it and removes the image" \
+    sh -c "! grep -q '$D' /proc/self/mounts && test ! -e '$LASH_SANDBOX_ROOT/$D' && ! losetup -a 2>/dev/null | grep -q '$D'"
+else
+  check "without root or loop devices, --limit disk is refused naming why ($(head -c 160 "$work/diskerr"))" \
+    grep -q 'limits.disk needs a filesystem' "$work/diskerr"
+  n=$((n+1)); echo "ok $n - # SKIP disk quota cases: $(grep -o 'cannot make one here: [^.]*' "$work/diskerr" | head -c 200)"
+fi
+
 # --- /dev/shm ---------------------------------------------------------------
 jail 'df -k /dev/shm | tail -1 | awk "{print \$2}"; dd if=/dev/zero of=/dev/shm/big bs=1M count=200 2>/dev/null; echo "dd $?"; ls /dev/shm'
 set -- $out x x x
@@ -271,6 +381,16 @@ check "  naming --trust" grep -q "load_spec_string is not available to a spec lo
 printf 'lash.spawn(function() while true do lash.sleep(1) end end)\nreturn lash.agent{model = "test"}\n' >"$work/task.lua"
 timeout 60 "$LASH" run "$work/task.lua" hi >/dev/null 2>&1; rc=$?
 check "a spec cannot leave a task keeping lash run alive (exit $rc)" test "$rc" != 0 -a "$rc" != 124
+# the spec's own functions at run time: a tool that loops, one that doubles a string
+for body in 'while true do end' "local s = 'x' while true do s = s .. s end"; do
+  cat >"$work/loop.lua" <<EOF
+return lash.agent{model = lash.script_model{{tool_calls = {{name = 't', args = {}, id = 'c1'}}}, 'done'},
+  tools = {lash.tool{name = 't', description = 't', parameters = {type = 'object'}, handler = function() $body end}}}
+EOF
+  timeout 120 "$LASH" run "$work/loop.lua" hi >/dev/null 2>"$work/err"; rc=$?
+  check "a spec's tool doing '$body' at run time is stopped by its budget (exit $rc: $(grep -o 'budget: [^;]*' "$work/err" | head -c 120))" \
+    sh -c "test $rc = 8 && grep -q 'lash.tool .t..handler' '$work/err'"
+done
 printf 'model: test\ncapabilities:\n  - LocalSandbox: {isolation: none}\n' >"$work/none.yaml"
 "$LASH" run "$work/none.yaml" hi >/dev/null 2>"$work/err"; rc=$?
 check "a YAML spec cannot hand the model an unjailed sandbox (exit $rc)" test "$rc" != 0

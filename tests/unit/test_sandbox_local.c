@@ -4,7 +4,7 @@
 ** locked atomic metadata files, tree removal, the sandbox's view and path
 ** resolution (symlinks through the view, never onto the host), the file
 ** operations, the bwrap command line, spawning with closed fds and limits,
-** and job records.
+** job records, and the reservation of host uids.
 */
 #include "t.h"
 #include "sandbox_local.h"
@@ -450,7 +450,7 @@ static void test_spawn(void) {
   char *envp[] = {path_, NULL};
   lsb_spawn_opts o;
   lsb_spawn sp;
-  lsb_limits lim = {0, 0, 77, 0, 0};
+  lsb_limits lim = {0, 0, 77, 0, 0, 0, 0, 0};
   const char *stage;
   char out[512], exe[256];
   int st, leak = open("/dev/null", O_RDONLY);   /* not close-on-exec */
@@ -516,6 +516,77 @@ static void test_jobs(void) {
   lsb_box_close(&b);
 }
 
+typedef struct seq {
+  const uint32_t *v;
+  int i;
+} seq;
+
+static uint32_t seq_next(void *ud) {
+  seq *q = ud;
+  return q->v[q->i] ? q->v[q->i++] : 0;
+}
+
+static void test_uids(void) {
+  char dir[400], box1[400], box2[400], box3[400], path[480];
+  uint32_t u1 = LSB_UID_BASE + 11, u2 = LSB_UID_BASE + 12,
+           u3 = LSB_UID_BASE + 13, u4 = LSB_UID_BASE + 14;
+  uint32_t first[] = {u1, 0}, second[] = {65534, u1, u2, 0}, third[] = {u1, 0},
+           none_left[] = {u2, 0}, busy[] = {u3, u4, 0};
+  seq q;
+  uid_t got = 0;
+  struct stat st;
+  snprintf(dir, sizeof dir, "%s/uids", base);
+  snprintf(box1, sizeof box1, "%s/box1", base);
+  snprintf(box2, sizeof box2, "%s/box2", base);
+  snprintf(box3, sizeof box3, "%s/box3", base);
+  mkdir(box1, 0700);
+  mkdir(box2, 0700);
+  mkdir(box3, 0700);
+  q.v = first, q.i = 0;
+  T_EQ_INT(lsb_uid_reserve(dir, box1, seq_next, &q, &got), 0, "a free uid is reserved");
+  T_EQ_INT(got, u1, "the first candidate");
+  q.v = second, q.i = 0;
+  T_EQ_INT(lsb_uid_reserve(dir, box2, seq_next, &q, &got), 0, "a second sandbox gets one");
+  T_EQ_INT(got, u2, "skipping a host account (65534) and the live sandbox's uid");
+  q.v = none_left, q.i = 0;
+  T_EQ_INT(lsb_uid_reserve(dir, box3, seq_next, &q, &got), -EAGAIN,
+           "no free candidate: refused, never shared");
+  rmdir(box1);
+  q.v = third, q.i = 0;
+  T_EQ_INT(lsb_uid_reserve(dir, box3, seq_next, &q, &got), 0,
+           "the uid of a sandbox that is gone is taken over");
+  T_EQ_INT(got, u1, "that uid");
+  lsb_uid_release(dir, u2, box3);
+  snprintf(path, sizeof path, "%s/%u", dir, (unsigned)u2);
+  T_OK(stat(path, &st) == 0, "release leaves another sandbox's reservation");
+  lsb_uid_release(dir, u2, box2);
+  T_OK(stat(path, &st) != 0, "and drops its own");
+  if (geteuid() == 0) {
+    int p[2], stw;
+    char c;
+    pid_t pid;
+    if (pipe(p) != 0) return;
+    pid = fork();
+    if (pid == 0) {
+      close(p[0]);
+      if (setresgid(u3, u3, u3) != 0 || setresuid(u3, u3, u3) != 0) _exit(1);
+      if (write(p[1], "x", 1) != 1) _exit(1);
+      pause();
+      _exit(0);
+    }
+    close(p[1]);
+    if (read(p[0], &c, 1) != 1) c = 0;
+    close(p[0]);
+    q.v = busy, q.i = 0;
+    T_EQ_INT(lsb_uid_reserve(dir, box2, seq_next, &q, &got), 0, "with a process running as a candidate uid");
+    T_EQ_INT(got, u4, "that uid is skipped");
+    kill(pid, SIGKILL);
+    waitpid(pid, &stw, 0);
+  } else {
+    T_OK(1, "# SKIP a uid in use by a process: needs root to take one");
+  }
+}
+
 int main(void) {
   char tmpl[] = "/tmp/lash-sbtest-XXXXXX";
   if (!mkdtemp(tmpl)) return 1;
@@ -532,6 +603,7 @@ int main(void) {
   test_jail_argv();
   test_spawn();
   test_jobs();
+  test_uids();
   sh("chmod -R u+rwx %s; rm -rf %s", base);
   return T_DONE();
 }

@@ -185,7 +185,8 @@ function sub.create(args, cli)
   if opts.limit then
     spec.limits = {}
     for k, v in pairs(pairs_list(cli, opts.limit, "--limit")) do
-      spec.limits[k] = v == "none" and false or integer(cli, v, "--limit " .. k)
+      -- "none": lash's own limit (false), not a number
+      if v == "none" then spec.limits[k] = false else spec.limits[k] = integer(cli, v, "--limit " .. k) end
     end
   end
   local lash = require "lash"
