@@ -420,6 +420,19 @@ check("piped: commands work", "model: function:scripted" in p.stdout, p.stdout)
 check("piped: the conversation goes on", "you said: count (history 9)" in p.stdout, p.stdout)
 check("piped: no colour, no prompt", "▸ echo_tool" in p.stdout and "\x1b[" not in p.stdout
       and "> " not in p.stdout, repr(p.stdout))
+if SANDBOX:
+    # one sandbox for the whole conversation: a file written in one turn is
+    # there in the next, and the sandbox is gone when the chat ends
+    p = subprocess.run([LASH, "chat", "--trust", SPEC, "--no-save"], input="keep\nrecall\n", env=base_env(),
+                       capture_output=True, text=True, timeout=HANG * 2)
+    check("piped: the turns share one sandbox (turn 2 reads what turn 1 wrote)",
+          p.returncode == 0 and "after read_file: ok" in p.stdout and "from turn one" in p.stdout,
+          f"rc {p.returncode}\n" + p.stdout + p.stderr)
+    left = subprocess.run([LASH, "sandbox", "list", "--json"], env=base_env(), capture_output=True, text=True)
+    check("... and the chat's sandbox is destroyed when it ends", left.stdout.strip() == "[]", left.stdout)
+else:
+    skip("piped: the turns share one sandbox (turn 2 reads what turn 1 wrote)", "no bubblewrap jail here")
+    skip("... and the chat's sandbox is destroyed when it ends", "no bubblewrap jail here")
 p = subprocess.run([LASH, "chat", "--trust", SPEC], input="fail\ncount\n", env=base_env(),
                    capture_output=True, text=True, timeout=HANG * 2)
 check("piped: a failed turn ends the session with its exit code (7: provider)", p.returncode == 7,

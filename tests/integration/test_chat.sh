@@ -59,6 +59,10 @@ local scripted = require("lash.models.func").new(function(messages)
     return { tool_calls = { { name = "run_command", args = { command = os.getenv("CHAT_MARK"), timeout_seconds = 300 } } } }
   end
   if text == "fail" then error(lash.error("provider", "scripted failure"), 0) end
+  if text == "keep" then
+    return { tool_calls = { { name = "write_file", args = { path = "kept.txt", content = "from turn one" } } } }
+  end
+  if text == "recall" then return { tool_calls = { { name = "read_file", args = { path = "kept.txt" } } } } end
   return "you said: " .. tostring(text) .. " (history " .. #messages .. ")"
 end, { name = "scripted" })
 -- "hello" streams in two pieces with a gate between them

@@ -953,6 +953,71 @@ function M.attach_agent(agent, handle, owner, backend)
   return rewrite_agent(agent, changes, "--attach", true)
 end
 
+--- One sandbox per conversation (`lash chat`): the owned sandbox
+-- capabilities of `agent` are made to share a sandbox across the turns of a
+-- conversation (each rebuilt in shared mode over a `lash.sandbox.session`
+-- created with the options it would create its own sandbox with), so what a
+-- turn wrote is there in the next. `conv:agent()` gives the agent for the
+-- next turn: a sandbox that has ended since (it expired while the user was
+-- away, or was destroyed) is replaced by a fresh one, and the second result
+-- counts them. `conv:close()` destroys the conversation's sandboxes. Other
+-- modes (attached, shared) are kept as they are.
+-- @treturn table conversation
+function M.conversation(agent)
+  local conv = { sessions = {} }
+  local function alive(sb)
+    local ok, st = pcall(sb.poll, sb)
+    return ok and st.running
+  end
+  function conv:agent()
+    local lash, n, renewed, caps = L(), 0, 0, {}
+    local ok, err = pcall(function()
+      for i, c in ipairs(agent.capabilities or {}) do
+        caps[i] = rewrite(c, function(cap)
+          if cap.mode ~= "owned" then return cap end
+          n = n + 1
+          local sb = self.sessions[n]
+          if sb and not alive(sb) then
+            pcall(sb.close, sb)
+            sb, renewed = nil, renewed + 1
+          end
+          if not sb then
+            sb = lash.sandbox.session(backend_options(cap, true))
+            self.sessions[n] = sb
+          end
+          -- creation options belong to the session now; the per-command
+          -- ceiling stays what the owned sandbox gave
+          local o, config = {}, list_set(cap.info.config_options)
+          for k, v in pairs(cap.given) do o[k] = v end
+          for _, k in ipairs(CREATION) do o[k] = nil end
+          for k, target in pairs(cap.pass) do
+            if not config[target] then o[k] = nil end
+          end
+          o.backend, o.session = nil, sb
+          o.max_command_timeout = cap.opts.max_command_timeout or cap.opts.sandbox_timeout
+          local copy = M.new(o)
+          local spec_env = require "lash.spec_env"
+          if spec_env.is_marked(cap) then spec_env.mark(copy) end
+          return copy
+        end)
+      end
+    end)
+    if not ok then return nil, tostring(type(err) == "table" and err.message or err) end
+    if n == 0 then return agent, 0 end
+    local copy = {}
+    for k, v in pairs(agent) do copy[k] = v end
+    copy.capabilities = caps
+    return setmetatable(copy, getmetatable(agent)), renewed
+  end
+  function conv:close()
+    for i, sb in pairs(self.sessions) do
+      pcall(sb.close, sb)
+      self.sessions[i] = nil
+    end
+  end
+  return conv
+end
+
 --- A copy of `agent` whose sandbox capabilities use `backend` (lash run
 -- --backend): options the new backend does not have are refused.
 function M.with_backend(agent, backend)

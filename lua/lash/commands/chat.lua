@@ -307,7 +307,19 @@ function Session:turn(prompt)
   end
   self.cancelled = false
   self.term.forget_interrupts()
-  local ok, task = pcall(self.agent.start, self.agent, prompt, opts)
+  -- the conversation's sandbox: the same one every turn (a fresh one if it
+  -- ended while the user was away)
+  local agent, renewed = self.conversation:agent()
+  if not agent then
+    printer:close()
+    if rec then self:close_run(rec, { status = "error", error_kind = "sandbox", error_message = tostring(renewed) }) end
+    self:say("red", "✗ " .. tostring(renewed))
+    return nil
+  end
+  if renewed > 0 then
+    self:say("yellow", "the conversation's sandbox had ended (its sandbox_timeout passed); this turn starts in a fresh one")
+  end
+  local ok, task = pcall(agent.start, agent, prompt, opts)
   if not ok then
     printer:close()
     if rec then self:close_run(rec, { status = "error", error_kind = "usage", error_message = tostring(task) }) end
@@ -621,6 +633,7 @@ function M.main(args, cli)
       return "\27[" .. codes[style] .. "m" .. str .. "\27[0m"
     end,
   }, Session)
+  s.conversation = require("lash.capabilities.sandbox").conversation(agent)
   s.spec_path = spec_path
   s.spec_abs = spec_path:sub(1, 1) == "/" and spec_path or ((os.getenv("PWD") or ".") .. "/" .. spec_path)
   local serr = M.open_sessions(s, o)
@@ -637,6 +650,7 @@ function M.main(args, cli)
       .. " · /help for commands, Ctrl-D to exit")
   end
   local ok, res = pcall(s.loop, s)
+  s.conversation:close()
   term.close()
   if s.exporter then s.exporter:shutdown() end
   if s.store then
