@@ -37,6 +37,7 @@ cli.EXIT = {
   approval = 9,     -- stopped: tool calls need approval (--yes allows them)
   timed_out = 124,  -- sandbox exec: the command hit its deadline
   exec_failed = 125, -- sandbox exec: the command could not be started
+  cancelled = 1,    -- cancelled with no signal behind it (with signal N: 128 + N)
   -- cancelled by a signal: 128 + its number (129 SIGHUP, 130 SIGINT, 143 SIGTERM)
 }
 
@@ -58,15 +59,25 @@ local EXIT_ROWS = {
   { "other", "sandbox exec: the command's own exit code" },
 }
 
--- Error kinds (err.kind) to rows of cli.EXIT.
+-- Error kinds (err.kind) that are not themselves rows of cli.EXIT, to the
+-- row they belong to. Read only through cli.exit_code.
 local KIND = {
-  usage = "usage", spec = "spec", config = "spec", template = "spec", arg = "spec",
-  provider = "provider", model = "provider", stream = "provider",
+  config = "spec", template = "spec", arg = "spec",
+  model = "provider", stream = "provider",
   connect = "provider", timeout = "provider", tls = "provider", http = "provider", status = "provider",
-  auth = "auth", unavailable = "unavailable", refused = "refused",
-  limit = "limit", retries = "limit", approval = "approval",
-  sandbox = "sandbox", cancelled = "cancelled",
+  retries = "limit", output = "limit",
 }
+
+--- The one place a kind becomes an exit code. `kind` is an outcome's kind
+-- (a row of cli.EXIT) or an error's `err.kind`; anything unknown is the
+-- "error" row (1).
+-- @treturn integer the exit code
+-- @treturn string the row of cli.EXIT it maps to
+function cli.exit_code(kind)
+  local row = KIND[kind] or kind
+  if type(row) ~= "string" or cli.EXIT[row] == nil then row = "error" end
+  return cli.EXIT[row], row
+end
 
 --- The default shutdown bound, seconds (`--shutdown-timeout`, `LASH_SHUTDOWN_TIMEOUT`).
 cli.SHUTDOWN_TIMEOUT = 10
@@ -94,8 +105,7 @@ function cli.outcome(e)
   if type(e) == "table" and e.cli_usage then
     return { kind = "usage", exit_code = cli.EXIT.usage, message = e.message }
   end
-  local kind = type(e) == "table" and KIND[e.kind] or "error"
-  local code = cli.EXIT[kind] or cli.EXIT.error
+  local code, kind = cli.exit_code(type(e) == "table" and e.kind or "error")
   local msg = type(e) == "table" and e.message or tostring(e)
   return { kind = kind, exit_code = code, message = tostring(msg), error = e }
 end
@@ -270,9 +280,11 @@ function cli.main(argv, host)
     if not ok then
       o = cli.outcome(res)
     elseif type(res) == "table" then
+      -- a returned outcome's kind maps exactly as a raised error's does
       o = res
-      o.kind = o.kind or "ok"
-      o.exit_code = o.exit_code or cli.EXIT[o.kind] or cli.EXIT.error
+      local code, row = cli.exit_code(o.kind or "ok")
+      if o.kind and row ~= o.kind and o.error_kind == nil then o.error_kind = o.kind end
+      o.kind, o.exit_code = row, code
     else
       o = { kind = (res or 0) == 0 and "ok" or "exit", exit_code = res or 0, printed = true }
     end

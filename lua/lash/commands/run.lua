@@ -254,7 +254,7 @@ function M.main(args, cli)
              message = "stopped: " .. tostring(#res.pending)
                .. " tool call(s) need approval (run with --yes to allow them)" }
   end
-  return { kind = "ok", exit_code = 0, stop_reason = res.stop_reason }
+  return { kind = "ok", stop_reason = res.stop_reason }
 end
 
 return M

@@ -367,8 +367,9 @@ function M.main(args, cli)
   cli.err("lash sandbox ", name, ": ", tostring(res), "\n")
   o.printed = true
   if kind and not ({ unavailable = 1, auth = 1, refused = 1, cancelled = 1 })[kind] then
-    -- any other sandbox failure (missing file, too large, io) is exit 1
-    o.kind, o.exit_code = "sandbox", EXIT.sandbox
+    -- any other sandbox failure (missing file, too large, io) is the
+    -- "sandbox" row (exit 1); the CLI maps the kind to its code
+    o.error_kind, o.kind, o.exit_code = kind, "sandbox", nil
   end
   return o
 end
