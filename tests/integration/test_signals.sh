@@ -41,7 +41,9 @@ sed 's/ lash.sandbox_capability { sandbox_timeout = 600 } / lash.sandbox_capabil
 absent() { for _ in $(seq 100); do pgrep -f "$1" >/dev/null || return 0; sleep 0.1; done; return 1; }
 gone() { absent "$mark"; }
 cleanup_gone() { absent "sleep 988$$"; }
-wait_cmd() { for _ in $(seq 100); do pgrep -f "$mark" >/dev/null && return 0; sleep 0.1; done; return 1; }
+# the jail running the command (bubblewrap, here and on the Modal fake),
+# not a client whose request carries the command as text
+wait_cmd() { for _ in $(seq 300); do pgrep -f "bwrap .*$mark" >/dev/null && return 0; sleep 0.1; done; return 1; }
 # run SIG HOW: start lash run, signal it (to its pid or its process group)
 run_case() {
   local sig=$1 how=$2 want=$3
