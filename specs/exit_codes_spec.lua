@@ -127,6 +127,27 @@ describe("every exit code in the table comes from a real lash invocation", funct
   end)
 end)
 
+describe("the table", function()
+  it("reads the same in README.md and in lash --help", function()
+    local f = assert(io.open("README.md"))
+    local readme, inside = {}, false
+    for line in f:lines() do
+      if line == "| code | meaning |" then inside = true
+      elseif inside and line:match("^|") then
+        local code, meaning = line:match("^| ([^|]+) | (.+) |$")
+        if code and code ~= "---" then readme[#readme + 1] = code .. " " .. meaning end
+      elseif inside then break end
+    end
+    f:close()
+    local help = {}
+    for code, meaning in cli_mod.exit_codes_text():gmatch("\n  (%S+)%s+([^\n]+)") do
+      help[#help + 1] = code .. " " .. meaning
+    end
+    assert.is_true(#help >= 14)
+    assert.same(help, readme)
+  end)
+end)
+
 describe("one mapping from a kind to its exit code", function()
   -- every kind lash's sources give an error or an outcome, and the row of
   -- the table it must land on; a new kind fails here until it is placed
