@@ -6,9 +6,9 @@
 --
 -- Every command shares one exit-code table (`cli.EXIT`, printed by
 -- `lash --help`), so a pipeline can tell what went wrong from the code
--- alone. A command returns a number, or an outcome `{kind=, message=, ...}`
--- whose kind names a row of the table; errors it raises are mapped the same
--- way (`cli.outcome`). A command with `json_final = true` (`lash run`)
+-- alone. A command returns a number, or an outcome `{kind=, message=, ...}`;
+-- errors it raises become outcomes too (`cli.outcome`), and one function,
+-- `cli.exit_code`, maps either's kind to its code. A command with `json_final = true` (`lash run`)
 -- prints one final JSON line for every outcome when given `--json`; one
 -- with `json_errors = true` prints a JSON line for a failure under `--json`.
 -- A command with `signals = true` runs with SIGINT, SIGTERM and SIGHUP read

@@ -47,7 +47,11 @@ $XDG_STATE_HOME/lash/sandboxes)
 `lash sandbox SUBCOMMAND --help` prints this text. exec exits with the
 command's own code (124 when it timed out, 125 when it could not start); an
 interrupted exec (SIGINT, SIGTERM, SIGHUP) kills its command and exits
-128 + the signal's number. `list --json` prints an array, `[]` when empty.]]
+128 + the signal's number. `list --json` prints an array, `[]` when empty.
+Local sandboxes that expired over a minute ago are also reclaimed by any
+lash process opening the state root (a few per open, never one held or
+running a command; LASH_SANDBOX_RECLAIM=off turns it off); gc removes
+every expired one.]]
 
 local function usage(cli, msg)
   cli.usage_error(msg)
