@@ -110,7 +110,8 @@ wait_cmd
 t0=$SECONDS
 kill -TERM "$pid"
 for _ in $(seq 300); do pgrep -f "sleep 988$$" >/dev/null && break; sleep 0.1; done
-check "second signal: the first one started the slow cleanup" pgrep -f "sleep 988$$" >/dev/null
+cleanup_running() { pgrep -f "sleep 988$$" >/dev/null; }
+check "second signal: the first one started the slow cleanup" cleanup_running
 kill -TERM "$pid"; wait "$pid"; rc=$?
 check "second signal: exits 143 (got $rc)" test "$rc" = 143
 check "second signal: exits at once, not at the 300 s bound (hang guard 60 s)" test $((SECONDS - t0)) -le 60
