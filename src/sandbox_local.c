@@ -117,7 +117,7 @@ static lsb_view *push_view(lua_State *L) {
 /* The state root: the sandbox's own state_root option, else the embedding
 ** host's (lash_Options.state_root, kept in the registry by state.c), else
 ** lsb_state_root's defaults ($LASH_SANDBOX_ROOT, ...). */
-static void state_root(lua_State *L, int cfg, char *out, size_t sz) {
+static void find_root(lua_State *L, int cfg, char *out, size_t sz) {
   const char *conf = NULL;
   int rc, top = lua_gettop(L);
   if (lua_getfield(L, cfg, "state_root") != LUA_TNIL) {
@@ -132,6 +132,15 @@ static void state_root(lua_State *L, int cfg, char *out, size_t sz) {
   if (rc)
     luaL_error(L, "cannot find a state root for local sandboxes (%s): set "
                "state_root, LASH_SANDBOX_ROOT or HOME", strerror(-rc));
+}
+
+static void reclaim(lua_State *L, const char *root);
+
+/* The state root, as find_root, for an operation: opening a root reclaims
+** what expired there a while ago (bounded; see reclaim). */
+static void state_root(lua_State *L, int cfg, char *out, size_t sz) {
+  find_root(L, cfg, out, sz);
+  reclaim(L, out);
 }
 
 static const char *check_id(lua_State *L, int idx) {
@@ -150,8 +159,9 @@ static lsb_box *open_box(lua_State *L, const char *root, const char *id,
   int rc = lsb_box_open(root, id, exclusive, b);
   if (rc == -ENOENT)
     lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone",
-                       "Sandbox '%s' is gone: it was destroyed, or it never "
-                       "existed under %s", id, root);
+                       "Sandbox '%s' is gone: it was destroyed (or reclaimed "
+                       "after it expired), or it never existed under %s",
+                       id, root);
   if (rc)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open sandbox '%s' "
                        "under %s: %s", id, root, strerror(-rc));
@@ -2308,15 +2318,37 @@ static void release_uid(int dirfd, const char *path) {
 /* Destroy id under root: kill its running commands, move it out of the
 ** way atomically (so it is gone for everyone at once), remove the files.
 ** Returns 1 when it existed, 0 when it was already gone. */
+#define TRASH_MAX (LSB_PATH_MAX + 64)
+
+/* Under box's exclusive lock: kill the commands of sandbox id, empty and
+** remove its cgroup, give back its uid and disk, and rename it to a trash
+** name, so it is gone for everyone at once. Returns 0 with the trash path
+** in trash, or an errno; *cg_busy: its group would not go (gc retries). */
+static int bury(const char *root, const char *id, lsb_box *box,
+                char trash[TRASH_MAX], int *cg_busy) {
+  char from[LSB_PATH_MAX];
+  unsigned char r[4];
+  lsb_jobs_kill(box->dirfd);
+  snprintf(from, sizeof from, "%s/%s", root, id);
+  /* whatever still runs in its cgroup (an escaped or orphaned process),
+  ** then the group; the uid goes back with the sandbox */
+  *cg_busy = lsb_cgroup_remove_at(box->dirfd, id) != 0;
+  release_uid(box->dirfd, from);
+  lsb_disk_release(from);
+  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) memset(r, 0, sizeof r);
+  snprintf(trash, TRASH_MAX, "%s/.trash-%s-%02x%02x%02x%02x", root, id,
+           r[0], r[1], r[2], r[3]);
+  return rename(from, trash) != 0 ? errno : 0;
+}
+
 static int destroy_box(lua_State *L, const char *root, const char *id) {
   lsb_box *box = push_box(L);
-  char trash[LSB_PATH_MAX + 64], from[LSB_PATH_MAX];
-  unsigned char r[4];
-  int rc, i, cg_busy;
+  char trash[TRASH_MAX];
+  int rc, i, cg_busy = 0;
   /* our own jail of it first (reaped here); other processes' through the
   ** job records below */
   stop_super(L, root, id);
-  rc = lsb_box_open(root, id, 1, box);
+  rc = lsb_box_open(root, id, LSB_LOCK_EX, box);
   if (rc == -ENOENT) {
     lua_pop(L, 1);
     return 0;
@@ -2324,18 +2356,7 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
   if (rc)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open sandbox '%s': %s",
                        id, strerror(-rc));
-  lsb_jobs_kill(box->dirfd);
-  snprintf(from, sizeof from, "%s/%s", root, id);
-  /* whatever still runs in its cgroup (an escaped or orphaned process),
-  ** then the group; the uid goes back with the sandbox */
-  cg_busy = lsb_cgroup_remove_at(box->dirfd, id) != 0;
-  release_uid(box->dirfd, from);
-  lsb_disk_release(from);
-  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) memset(r, 0, sizeof r);
-  snprintf(trash, sizeof trash, "%s/.trash-%s-%02x%02x%02x%02x", root, id,
-           r[0], r[1], r[2], r[3]);
-  if (rename(from, trash) != 0) {
-    rc = errno;
+  if ((rc = bury(root, id, box, trash, &cg_busy)) != 0) {
     lsb_box_close(box);
     lua_pop(L, 1);
     if (rc == ENOENT) return 0;
@@ -2432,7 +2453,7 @@ static int local_gc(lua_State *L) {
   int out, names, n = 0;
   lua_Integer i, k = 0;
   luaL_checktype(L, 1, LUA_TTABLE);
-  state_root(L, 1, root, sizeof root);
+  find_root(L, 1, root, sizeof root);   /* gc does all that reclaim would */
   lua_newtable(L);
   out = lua_gettop(L);
   lua_newtable(L);
@@ -2503,6 +2524,129 @@ static int local_gc(lua_State *L) {
   }
   lua_settop(L, out);
   return 1;
+}
+
+/* ---- reclaiming on open ------------------------------------------------ */
+
+/* When a process first opens a state root (and again every RECLAIM_EVERY
+** seconds in one that lives long), it removes sandboxes that expired more
+** than RECLAIM_GRACE seconds ago, so nobody has to run `lash sandbox gc`.
+** The work is bounded, so opening never stalls: at most RECLAIM_MAX
+** sandboxes and RECLAIM_BUDGET of time per open, starting at a random
+** place in the directory so that over many opens every entry is seen;
+** the rest waits for the next open or for gc. It is safe with other lash
+** processes: a sandbox is taken with a non-blocking exclusive lock (one
+** in use by another process is skipped, never waited for), checked again
+** under that lock, and renamed away atomically as destroy does. It never
+** touches a sandbox that is live, within the grace (its owner may still be
+** tearing it down), held (a holder mark), or running a command; gc, asked
+** for by a person, removes every expired one. */
+#define RECLAIM_GRACE 60.0                /* seconds past its expiry */
+#define RECLAIM_MAX 8                     /* sandboxes per open */
+#define RECLAIM_BUDGET 100000000ull       /* ns per open */
+#define RECLAIM_EVERY 600.0               /* seconds, in a long-lived process */
+#define RECLAIM_KEY "lash.sandbox.local.reclaimed"
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* reclaim_one(root, id, deadline) -> true when sandbox id was reclaimed.
+** Raises on damaged metadata (the caller's pcall skips it). */
+static int reclaim_one(lua_State *L) {
+  const char *root = lua_tostring(L, 1), *id = lua_tostring(L, 2);
+  uint64_t deadline = (uint64_t)lua_tointeger(L, 3);
+  char trash[TRASH_MAX];
+  lsb_box *box = push_box(L);
+  meta m;
+  int held, cg_busy = 0;
+  if (lsb_box_open(root, id, LSB_LOCK_EX | LSB_LOCK_TRY, box) != 0)
+    return 0;   /* in use (-EWOULDBLOCK), being created or destroyed: skip */
+  meta_load(L, box, id);
+  meta_parse(L, -1, id, &m);
+  lua_getfield(L, -1, "tags");
+  held = lua_istable(L, -1) &&
+         lua_getfield(L, -1, LASH_SB_TAG_HOLDER) == LUA_TSTRING &&
+         lua_rawlen(L, -1) > 0;
+  if (held || wall_now() < m.expires_at + RECLAIM_GRACE ||
+      lsb_jobs_alive(box->dirfd) > 0 || bury(root, id, box, trash, &cg_busy) != 0)
+    return 0;
+  lsb_box_close(box);
+  if (!cg_busy) lsb_rmtree_until(AT_FDCWD, trash, deadline);   /* the rest: next time */
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* reclaim_sweep(root): the bounded sweep; returns how many it reclaimed. */
+static int reclaim_sweep(lua_State *L) {
+  const char *root = lua_tostring(L, 1);
+  uint64_t deadline = mono_ns() + RECLAIM_BUDGET;
+  lua_Integer i, k = 0, start;
+  int names, done = 0;
+  uint32_t r = 0;
+  DIR *d;
+  struct dirent *e;
+  lua_newtable(L);
+  names = lua_gettop(L);
+  /* names first: no DIR* may be open while Lua could raise */
+  if ((d = opendir(root)) == NULL) return 0;
+  while ((e = readdir(d)) != NULL && k < 100000)
+    if (strncmp(e->d_name, ".trash-", 7) == 0 || lsb_id_valid(e->d_name)) {
+      lua_pushstring(L, e->d_name);
+      lua_rawseti(L, names, ++k);
+    }
+  closedir(d);
+  if (k == 0) return 0;
+  if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+    r = (uint32_t)mono_ns();
+  start = (lua_Integer)(r % (uint32_t)k);
+  for (i = 0; i < k && done < RECLAIM_MAX && mono_ns() < deadline; i++) {
+    const char *name;
+    lua_rawgeti(L, names, 1 + (start + i) % k);
+    name = lua_tostring(L, -1);
+    if (name[0] == '.') {   /* a destroy that left files behind */
+      char path[2 * LSB_PATH_MAX];
+      snprintf(path, sizeof path, "%s/%s", root, name);
+      lsb_rmtree_until(AT_FDCWD, path, deadline);
+    } else {
+      lua_pushcfunction(L, reclaim_one);
+      lua_pushstring(L, root);
+      lua_pushvalue(L, -3);
+      lua_pushinteger(L, (lua_Integer)deadline);
+      if (lua_pcall(L, 3, 1, 0) == LUA_OK && lua_toboolean(L, -1)) done++;
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pushinteger(L, done);
+  return 1;
+}
+
+static void reclaim(lua_State *L, const char *root) {
+  int top = lua_gettop(L);
+  double now = (double)mono_ns() / 1e9;
+  const char *env = getenv("LASH_SANDBOX_RECLAIM");
+  if (env && strcmp(env, "off") == 0) return;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, RECLAIM_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, RECLAIM_KEY);
+  }
+  if (lua_getfield(L, -1, root) == LUA_TNUMBER &&
+      now - lua_tonumber(L, -1) < RECLAIM_EVERY) {
+    lua_settop(L, top);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushnumber(L, now);
+  lua_setfield(L, -2, root);
+  lua_pushcfunction(L, reclaim_sweep);
+  lua_pushstring(L, root);
+  lua_pcall(L, 1, 1, 0);   /* best effort: a failure leaves it to gc */
+  lua_settop(L, top);
 }
 
 const lash_sandbox_backend lash_sandbox_backend_local = {

@@ -72,9 +72,12 @@ typedef struct lsb_box {
 
 #define LSB_BOX_INIT {-1, -1}
 
-/* Open <root>/<id> and take its lock (exclusive or shared). Returns 0,
-** -ENOENT when the sandbox does not exist (or is being destroyed), or
-** another -errno. */
+/* Open <root>/<id> and take its lock: `exclusive` is 0 (shared) or
+** LSB_LOCK_EX, plus LSB_LOCK_TRY not to wait (-EWOULDBLOCK when another
+** holds it). Returns 0, -ENOENT when the sandbox does not exist (or is
+** being destroyed), or another -errno. */
+#define LSB_LOCK_EX  1
+#define LSB_LOCK_TRY 2
 int  lsb_box_open(const char *root, const char *id, int exclusive, lsb_box *b);
 /* Release the lock and close; idempotent. */
 void lsb_box_close(lsb_box *b);
@@ -94,6 +97,9 @@ int lsb_read_all(int dirfd, const char *name, size_t max, char **data,
 ** owner cannot enter or write are chmod'ed first. Returns 0 or -errno
 ** (ENOENT is success). */
 int lsb_rmtree_at(int dirfd, const char *name);
+/* The same, stopping with -ETIME once CLOCK_MONOTONIC passes deadline (ns):
+** what is left stays for the next call. */
+int lsb_rmtree_until(int dirfd, const char *name, uint64_t deadline);
 
 /* Job records: <box>/jobs/<pid>-<starttime>, one per running command, so
 ** that destroy (from any process) can kill commands still running. */
@@ -102,6 +108,8 @@ void lsb_job_remove(int dirfd, const char *name);
 /* SIGKILL every recorded job whose process still has the recorded start
 ** time. Returns the number killed. */
 int  lsb_jobs_kill(int dirfd);
+/* How many recorded jobs are still running. */
+int  lsb_jobs_alive(int dirfd);
 /* The start time of pid (field 22 of /proc/pid/stat), 0 when gone. */
 unsigned long long lsb_proc_starttime(pid_t pid);
 

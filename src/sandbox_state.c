@@ -14,12 +14,14 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- ids ------------------------------------------------------------ */
@@ -206,7 +208,8 @@ int lsb_box_open(const char *root, const char *id, int exclusive,
     lsb_box_close(b);
     return rc;
   }
-  rc = flock_retry(b->lockfd, exclusive ? LOCK_EX : LOCK_SH);
+  rc = flock_retry(b->lockfd, ((exclusive & LSB_LOCK_EX) ? LOCK_EX : LOCK_SH) |
+                               ((exclusive & LSB_LOCK_TRY) ? LOCK_NB : 0));
   if (rc) {
     lsb_box_close(b);
     return rc;
@@ -349,7 +352,14 @@ int lsb_read_all(int dirfd, const char *name, size_t max, char **data,
 /* Remove the directory entry name in dirfd, recursing into directories.
 ** Depth is bounded by the fd limit; workspaces deeper than that are
 ** unusual enough that failing with EMFILE is acceptable. */
-int lsb_rmtree_at(int dir, const char *name) {
+static int out_of_time(uint64_t deadline) {
+  struct timespec ts;
+  if (!deadline) return 0;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec >= deadline;
+}
+
+static int rmtree(int dir, const char *name, uint64_t deadline) {
   struct stat st;
   int fd, rc = 0;
   DIR *d;
@@ -378,13 +388,29 @@ int lsb_rmtree_at(int dir, const char *name) {
   while ((e = readdir(d)) != NULL) {
     int r;
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    r = lsb_rmtree_at(dirfd(d), e->d_name);
+    if (out_of_time(deadline)) {
+      closedir(d);
+      return -ETIME;
+    }
+    r = rmtree(dirfd(d), e->d_name, deadline);
+    if (r == -ETIME) {
+      closedir(d);
+      return r;
+    }
     if (r && !rc) rc = r;
   }
   closedir(d);
   if (unlinkat(dir, name, AT_REMOVEDIR) != 0 && errno != ENOENT && !rc)
     rc = -errno;
   return rc;
+}
+
+int lsb_rmtree_at(int dir, const char *name) {
+  return rmtree(dir, name, 0);
+}
+
+int lsb_rmtree_until(int dir, const char *name, uint64_t deadline) {
+  return rmtree(dir, name, deadline ? deadline : 1);
 }
 
 /* ---- job records ---------------------------------------------------- */
@@ -430,7 +456,10 @@ void lsb_job_remove(int dirfd, const char *name) {
   if (name && *name) unlinkat(dirfd, name, 0);
 }
 
-int lsb_jobs_kill(int dirfd) {
+/* Send sig (0: none) to every recorded job whose process still has its
+** recorded start time (a recycled pid does not count); returns how many
+** there were. */
+static int jobs_each(int dirfd, int sig) {
   int fd = openat(dirfd, "jobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
                   O_CLOEXEC);
   DIR *d;
@@ -448,7 +477,7 @@ int lsb_jobs_kill(int dirfd) {
     if (sscanf(e->d_name, "%d-%llu", &pid, &st) != 2 || pid <= 1) continue;
     /* the start time guards against a recycled pid */
     if (st != 0 && lsb_proc_starttime(pid) == st) {
-      if (kill(pid, SIGKILL) == 0) killed++;
+      if (sig == 0 || kill(pid, sig) == 0) killed++;
     }
   }
   closedir(d);
@@ -580,4 +609,12 @@ void lsb_uid_release(const char *dir, uid_t uid, const char *box) {
   }
   free(data);
   close(dfd);
+}
+
+int lsb_jobs_kill(int dirfd) {
+  return jobs_each(dirfd, SIGKILL);
+}
+
+int lsb_jobs_alive(int dirfd) {
+  return jobs_each(dirfd, 0);
 }

@@ -6,9 +6,9 @@
 --
 -- Every command shares one exit-code table (`cli.EXIT`, printed by
 -- `lash --help`), so a pipeline can tell what went wrong from the code
--- alone. A command returns a number, or an outcome `{kind=, message=, ...}`
--- whose kind names a row of the table; errors it raises are mapped the same
--- way (`cli.outcome`). A command with `json_final = true` (`lash run`)
+-- alone. A command returns a number, or an outcome `{kind=, message=, ...}`;
+-- errors it raises become outcomes too (`cli.outcome`), and one function,
+-- `cli.exit_code`, maps either's kind to its code. A command with `json_final = true` (`lash run`)
 -- prints one final JSON line for every outcome when given `--json`; one
 -- with `json_errors = true` prints a JSON line for a failure under `--json`.
 -- A command with `signals = true` runs with SIGINT, SIGTERM and SIGHUP read
@@ -37,6 +37,7 @@ cli.EXIT = {
   approval = 9,     -- stopped: tool calls need approval (--yes allows them)
   timed_out = 124,  -- sandbox exec: the command hit its deadline
   exec_failed = 125, -- sandbox exec: the command could not be started
+  cancelled = 1,    -- cancelled with no signal behind it (with signal N: 128 + N)
   -- cancelled by a signal: 128 + its number (129 SIGHUP, 130 SIGINT, 143 SIGTERM)
 }
 
@@ -50,7 +51,7 @@ local EXIT_ROWS = {
   { "5", "attach refused: no or wrong owner, held by another holder" },
   { "6", "spec error: the spec does not load or is invalid (includes a missing API key)" },
   { "7", "provider error: the model API failed after retries, or the model misbehaved" },
-  { "8", "a limit was reached (max_steps, tokens, tool calls, a tool's retries)" },
+  { "8", "a limit was reached (max_steps, tokens, tool calls, a tool's retries, an untrusted spec's run-time budget)" },
   { "9", "stopped for approval (run with --yes to allow)" },
   { "124", "sandbox exec: the command timed out" },
   { "125", "sandbox exec: the command could not be started" },
@@ -58,15 +59,25 @@ local EXIT_ROWS = {
   { "other", "sandbox exec: the command's own exit code" },
 }
 
--- Error kinds (err.kind) to rows of cli.EXIT.
+-- Error kinds (err.kind) that are not themselves rows of cli.EXIT, to the
+-- row they belong to. Read only through cli.exit_code.
 local KIND = {
-  usage = "usage", spec = "spec", config = "spec", template = "spec", arg = "spec",
-  provider = "provider", model = "provider", stream = "provider",
+  config = "spec", template = "spec", arg = "spec",
+  model = "provider", stream = "provider",
   connect = "provider", timeout = "provider", tls = "provider", http = "provider", status = "provider",
-  auth = "auth", unavailable = "unavailable", refused = "refused",
-  limit = "limit", retries = "limit", budget = "limit", approval = "approval",
-  sandbox = "sandbox", cancelled = "cancelled",
+  retries = "limit", output = "limit", budget = "limit",
 }
+
+--- The one place a kind becomes an exit code. `kind` is an outcome's kind
+-- (a row of cli.EXIT) or an error's `err.kind`; anything unknown is the
+-- "error" row (1).
+-- @treturn integer the exit code
+-- @treturn string the row of cli.EXIT it maps to
+function cli.exit_code(kind)
+  local row = KIND[kind] or kind
+  if type(row) ~= "string" or cli.EXIT[row] == nil then row = "error" end
+  return cli.EXIT[row], row
+end
 
 --- The default shutdown bound, seconds (`--shutdown-timeout`, `LASH_SHUTDOWN_TIMEOUT`).
 cli.SHUTDOWN_TIMEOUT = 10
@@ -94,8 +105,7 @@ function cli.outcome(e)
   if type(e) == "table" and e.cli_usage then
     return { kind = "usage", exit_code = cli.EXIT.usage, message = e.message }
   end
-  local kind = type(e) == "table" and KIND[e.kind] or "error"
-  local code = cli.EXIT[kind] or cli.EXIT.error
+  local code, kind = cli.exit_code(type(e) == "table" and e.kind or "error")
   local msg = type(e) == "table" and e.message or tostring(e)
   return { kind = kind, exit_code = code, message = tostring(msg), error = e }
 end
@@ -271,9 +281,11 @@ function cli.main(argv, host)
     if not ok then
       o = cli.outcome(res)
     elseif type(res) == "table" then
+      -- a returned outcome's kind maps exactly as a raised error's does
       o = res
-      o.kind = o.kind or "ok"
-      o.exit_code = o.exit_code or cli.EXIT[o.kind] or cli.EXIT.error
+      local code, row = cli.exit_code(o.kind or "ok")
+      if o.kind and row ~= o.kind and o.error_kind == nil then o.error_kind = o.kind end
+      o.kind, o.exit_code = row, code
     else
       o = { kind = (res or 0) == 0 and "ok" or "exit", exit_code = res or 0, printed = true }
     end

@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1139,7 +1140,70 @@ static void test_attach(void) {
   lua_close(L);
 }
 
+/* The host owns its signals: lash installs no handler and changes no
+** mask, so the host's own SIGTERM handler runs, and the host stops a run
+** from its loop with lash_run_cancel (the documented way in). */
+static volatile sig_atomic_t host_got_term;
+
+static void host_on_term(int sig) {
+  (void)sig;
+  host_got_term = 1;
+}
+
+static int same_signals(const struct sigaction *before, const sigset_t *mask) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT};
+  sigset_t now;
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    struct sigaction sa;
+    sigaction(sigs[i], NULL, &sa);
+    if (sa.sa_handler != before[i].sa_handler) return 0;
+  }
+  sigprocmask(SIG_SETMASK, NULL, &now);
+  for (int sig = 1; sig < 32; sig++)
+    if (sigismember(&now, sig) != sigismember(mask, sig)) return 0;
+  return 1;
+}
+
+static void test_host_signals(void) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT};
+  struct sigaction host, before[6], old;
+  sigset_t mask;
+  lash_State *S;
+  lash_Run *run;
+  memset(&host, 0, sizeof host);
+  host.sa_handler = host_on_term;
+  sigemptyset(&host.sa_mask);
+  sigaction(SIGTERM, &host, &old);
+  for (size_t i = 0; i < 6; i++) sigaction(sigs[i], NULL, &before[i]);
+  sigprocmask(SIG_SETMASK, NULL, &mask);
+  S = open_spawn();
+  T_OK(same_signals(before, &mask), "lash_open installs no signal handler and blocks no signal");
+  lash_set_value(S, "who", "x");
+  tl.mode = HOLD;
+  lash_run_start(S, "build", NULL, &run);
+  T_OK(frames_until_calls(S, 1, 50) >= 0 && lash_run_status(run) < LASH_RUN_DONE,
+       "a run waits on its tool call");
+  T_OK(same_signals(before, &mask), "nor does running (a tool call waiting)");
+  host_got_term = 0;
+  raise(SIGTERM);
+  T_EQ_INT(host_got_term, 1, "SIGTERM reaches the host's own handler");
+  /* the host's loop sees the flag and cancels through the API */
+  for (int f = 0; f < 50 && lash_run_status(run) < LASH_RUN_DONE; f++) {
+    if (host_got_term) {
+      T_EQ_INT(lash_run_cancel(run), LASH_OK, "the host cancels the run from its loop");
+      host_got_term = 0;
+    }
+    lash_step(S, 0);
+  }
+  T_EQ_INT(lash_run_status(run), LASH_RUN_CANCELLED, "the run ends cancelled");
+  lash_run_free(run);
+  T_EQ_INT(lash_close(S), LASH_OK, "lash_close");
+  T_OK(same_signals(before, &mask), "and lash_close leaves the host's signals as they were");
+  sigaction(SIGTERM, &old, NULL);
+}
+
 int main(void) {
+  test_host_signals();
   test_misuse();
   test_specs();
   test_parts_and_output();

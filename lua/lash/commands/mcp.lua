@@ -2,6 +2,7 @@
 -- call one), and serve lash's sandbox to MCP hosts over stdio.
 -- @module lash.commands.mcp
 local M = {
+  signals = true,      -- SIGINT/SIGTERM/SIGHUP: serve ends its sessions (their sandboxes destroyed), exits 128+N
   summary = "list or call an MCP server's tools; serve the sandbox over MCP",
   usage = [==[usage: lash mcp <subcommand> ...
 

@@ -433,7 +433,7 @@ function M.main(args, cli)
                .. " tool call(s) need approval (run with --yes to allow them"
                .. (sid and ("; lash run " .. spec_path .. " --resume " .. sid .. " --yes runs them") or "") .. ")" }
   end
-  return { kind = "ok", exit_code = 0, stop_reason = res.stop_reason, session = sid }
+  return { kind = "ok", stop_reason = res.stop_reason, session = sid }
 end
 
 return M

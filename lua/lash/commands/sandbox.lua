@@ -47,7 +47,11 @@ $XDG_STATE_HOME/lash/sandboxes)
 `lash sandbox SUBCOMMAND --help` prints this text. exec exits with the
 command's own code (124 when it timed out, 125 when it could not start); an
 interrupted exec (SIGINT, SIGTERM, SIGHUP) kills its command and exits
-128 + the signal's number. `list --json` prints an array, `[]` when empty.]]
+128 + the signal's number. `list --json` prints an array, `[]` when empty.
+Local sandboxes that expired over a minute ago are also reclaimed by any
+lash process opening the state root (a few per open, never one held or
+running a command; LASH_SANDBOX_RECLAIM=off turns it off); gc removes
+every expired one.]]
 
 local function usage(cli, msg)
   cli.usage_error(msg)
@@ -368,8 +372,9 @@ function M.main(args, cli)
   cli.err("lash sandbox ", name, ": ", tostring(res), "\n")
   o.printed = true
   if kind and not ({ unavailable = 1, auth = 1, refused = 1, cancelled = 1 })[kind] then
-    -- any other sandbox failure (missing file, too large, io) is exit 1
-    o.kind, o.exit_code = "sandbox", EXIT.sandbox
+    -- any other sandbox failure (missing file, too large, io) is the
+    -- "sandbox" row (exit 1); the CLI maps the kind to its code
+    o.error_kind, o.kind, o.exit_code = kind, "sandbox", nil
   end
   return o
 end
