@@ -1243,6 +1243,28 @@ static void env_strings(lua_State *L, int t, lsb_argv *out) {
   }
 }
 
+/* The argv at index argt and the env table at envt as C strings. */
+static void command_strings(lua_State *L, int argt, int envt, lsb_argv *argv,
+                            lsb_argv *envs) {
+  lua_Integer i, n = (lua_Integer)lua_rawlen(L, argt);
+  for (i = 1; i <= n; i++) {
+    lua_rawgeti(L, argt, i);
+    lsb_argv_add(argv, lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  env_strings(L, envt, envs);
+}
+
+/* Spawn options with the sandbox's limits and credentials, no cgroup yet. */
+static void spawn_opts_for(lsb_spawn_opts *so, const meta *m) {
+  memset(so, 0, sizeof *so);
+  so->cgroup_fds[0] = so->cgroup_fds[1] = -1;
+  so->limits = &m->limits;
+  so->drop = m->drop;
+  so->uid = m->uid;
+  so->gid = m->gid;
+}
+
 static int exec_k(lua_State *L, int status, lua_KContext ctx) {
   exec_op *op = (exec_op *)ctx;
   int code;
@@ -1413,7 +1435,7 @@ static int local_exec(lua_State *L) {
   const char *id;
   lsb_box *box;
   meta m;
-  int metat, envt, rc, i;
+  int metat, envt, rc;
   lua_Integer timeout, maxout, applied;
   double left;
   lsb_argv argv, envs;
@@ -1485,21 +1507,8 @@ static int local_exec(lua_State *L) {
   /* command lines, all C memory from here on: freed before any raise */
   lsb_argv_init(&argv);
   lsb_argv_init(&envs);
-  {
-    lua_Integer n = (lua_Integer)lua_rawlen(L, 3);
-    for (i = 1; i <= n; i++) {
-      lua_rawgeti(L, 3, i);
-      lsb_argv_add(&argv, lua_tostring(L, -1));
-      lua_pop(L, 1);
-    }
-  }
-  env_strings(L, envt, &envs);
-  memset(&so, 0, sizeof so);
-  so.cgroup_fds[0] = so.cgroup_fds[1] = -1;
-  so.limits = &m.limits;
-  so.drop = m.drop;
-  so.uid = m.uid;
-  so.gid = m.gid;
+  command_strings(L, 3, envt, &argv, &envs);
+  spawn_opts_for(&so, &m);
   so.want_stdin = op->in_data != NULL;
   so.outputs = 2;
   rc = 0;
@@ -1732,21 +1741,8 @@ static int local_spawn(lua_State *L) {
   lsb_argv_init(&argv);
   lsb_argv_init(&envs);
   lsb_argv_init(&jargv);
-  {
-    lua_Integer n = (lua_Integer)lua_rawlen(L, 3);
-    for (i = 1; i <= n; i++) {
-      lua_rawgeti(L, 3, i);
-      lsb_argv_add(&argv, lua_tostring(L, -1));
-      lua_pop(L, 1);
-    }
-  }
-  env_strings(L, envt, &envs);
-  memset(&so, 0, sizeof so);
-  so.cgroup_fds[0] = so.cgroup_fds[1] = -1;
-  so.limits = &m.limits;
-  so.drop = m.drop;
-  so.uid = m.uid;
-  so.gid = m.gid;
+  command_strings(L, 3, envt, &argv, &envs);
+  spawn_opts_for(&so, &m);
   so.want_stdin = 1;
   so.outputs = 2;
   if (argv.oom || envs.oom) rc = -ENOMEM;
