@@ -70,12 +70,17 @@ local KIND = {
 
 --- The one place a kind becomes an exit code. `kind` is an outcome's kind
 -- (a row of cli.EXIT) or an error's `err.kind`; anything unknown is the
--- "error" row (1).
+-- "error" row (1). `signal` ("SIGINT", ...): a cancellation it caused is
+-- 128 + its number.
 -- @treturn integer the exit code
 -- @treturn string the row of cli.EXIT it maps to
-function cli.exit_code(kind)
+local SIGNO = { SIGHUP = 1, SIGINT = 2, SIGTERM = 15 }
+
+function cli.exit_code(kind, signal)
   local row = KIND[kind] or kind
   if type(row) ~= "string" or cli.EXIT[row] == nil then row = "error" end
+  -- a cancellation by signal N is its own row: 128 + N
+  if row == "cancelled" and SIGNO[signal] then return 128 + SIGNO[signal], row end
   return cli.EXIT[row], row
 end
 
@@ -283,7 +288,7 @@ function cli.main(argv, host)
     elseif type(res) == "table" then
       -- a returned outcome's kind maps exactly as a raised error's does
       o = res
-      local code, row = cli.exit_code(o.kind or "ok")
+      local code, row = cli.exit_code(o.kind or "ok", o.signal)
       if o.kind and row ~= o.kind and o.error_kind == nil then o.error_kind = o.kind end
       o.kind, o.exit_code = row, code
     else
