@@ -20,7 +20,7 @@ probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "n
 [ "$probe" = yes ] || { echo "1..0 # SKIP no bubblewrap jail here"; exit 0; }
 work=$(mktemp -d /tmp/lash-reclaim.XXXXXX); chmod 711 "$work"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 export LASH_SANDBOX_ROOT=$work/state
 sb() { timeout 120 "$LASH" sandbox "$@"; }   # the timeout is a hang guard only
@@ -54,7 +54,8 @@ BUSY=$(sb create --timeout 600)
 OLD=()
 for _ in $(seq 10); do id=$(sb create --timeout 600); age "$id" 3600; OLD+=("$id"); done
 # another process holds LOCKED's lock (as a lash operation reading it would)
-flock -s "$LASH_SANDBOX_ROOT/$LOCKED/lock" sleep 300 & pids+=($!)
+# -o: the lock stays with flock itself (not its sleep), so killing flock frees it
+flock -s -o "$LASH_SANDBOX_ROOT/$LOCKED/lock" sleep 300 & pids+=($!)
 age "$LOCKED" 3600
 # BUSY has a command still running (a job record whose process is alive)
 sleep 300 & jp=$!; pids+=($jp)
@@ -104,7 +105,7 @@ check "  no trash left behind" test "$(ls -A "$LASH_SANDBOX_ROOT" | grep -c '^\.
 check "  nothing else touched" sh -c "[ -d '$LASH_SANDBOX_ROOT/$LIVE' ] && [ -d '$LASH_SANDBOX_ROOT/$HELD' ] && [ -d '$LASH_SANDBOX_ROOT/$BUSY' ]"
 
 # gc, asked for, still removes every expired one (the lock released first)
-for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; pids=()
+for p in "${pids[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; wait 2>/dev/null; pids=()
 sb gc | sort >"$work/gc"
 check "gc removes the held, the locked, the busy and the one past its expiry" \
   test "$(wc -l <"$work/gc")" = 4
