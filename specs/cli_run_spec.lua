@@ -237,3 +237,32 @@ describe("lash.render", function()
     assert.equal("ééé…", render.one_line(("é"):rep(10), 6))
   end)
 end)
+
+describe("cli.parse_options", function()
+  local cli_mod = require "lash.cli"
+  local OPTS = { ["--model"] = { "model", "value" }, ["--yes"] = { "yes", "flag" },
+                 ["--max-steps"] = { "max_steps", "count" }, ["--file"] = { "files", "list" } }
+  local function usage(args)
+    local saved = cli_mod.usage_error
+    cli_mod.usage_error = function(msg) error({ usage = msg }, 0) end
+    local ok, err = pcall(cli_mod.parse_options, args, OPTS)
+    cli_mod.usage_error = saved
+    assert.is_false(ok)
+    return err.usage
+  end
+
+  it("reads flags, values (both spellings), counts, lists and positionals", function()
+    local o = cli_mod.parse_options({ "spec.lua", "--model", "m", "--max-steps=3", "--yes", "--file", "a",
+                                      "--file=b", "--", "--not-an-option" }, OPTS)
+    assert.same({ model = "m", max_steps = 3, yes = true, files = { "a", "b" },
+                  positional = { "spec.lua", "--not-an-option" } }, o)
+  end)
+
+  it("says what is wrong with a bad command line", function()
+    assert.equal("unknown option '--bogus'", usage { "--bogus" })
+    assert.equal("option --model needs a value", usage { "--model" })
+    assert.equal("option --yes takes no value", usage { "--yes=1" })
+    assert.equal("--max-steps needs a positive integer, got '0'", usage { "--max-steps", "0" })
+    assert.equal("--max-steps needs a positive integer, got '2.5'", usage { "--max-steps=2.5" })
+  end)
+end)

@@ -98,6 +98,56 @@ function cli.err(...)
 end
 
 --- Raise a usage error: printed as one line and a pointer to the help, exit code 2.
+--- Parse a command's arguments by a table of its options: each
+-- `["--name"] = { field, kind }` with kind "flag" (true), "value" (the next
+-- argument, or `--name=value`), "list" (repeatable values) or "count" (a
+-- positive integer). Anything else starting with `--` is a usage error;
+-- `--` ends the options. Returns the options with `positional`.
+function cli.parse_options(args, options)
+  local o = { positional = {} }
+  local i = 1
+  while i <= #args do
+    local a, inline = args[i], nil
+    local name, v = a:match("^(%-%-[%w%-]+)=(.*)$")
+    if name then a, inline = name, v end
+    local opt = options[a]
+    if a == "--" then
+      for j = i + 1, #args do o.positional[#o.positional + 1] = args[j] end
+      break
+    elseif opt then
+      local field, kind = opt[1], opt[2]
+      if kind == "flag" then
+        if inline then cli.usage_error("option " .. a .. " takes no value") end
+        o[field] = true
+      else
+        local val = inline
+        if val == nil then
+          i = i + 1
+          val = args[i]
+          if val == nil then cli.usage_error("option " .. a .. " needs a value") end
+        end
+        if kind == "count" then
+          local n = math.tointeger(tonumber(val))
+          if not n or n < 1 then cli.usage_error(a .. " needs a positive integer, got '" .. val .. "'") end
+          val = n
+        end
+        if kind == "list" then
+          o[field] = o[field] or {}
+          o[field][#o[field] + 1] = val
+        else
+          o[field] = val
+        end
+      end
+    elseif a:sub(1, 2) == "--" then
+      cli.usage_error("unknown option '" .. a .. "'")
+    else
+      o.positional[#o.positional + 1] = a
+    end
+    i = i + 1
+  end
+  return o
+end
+
 function cli.usage_error(msg)
   error(setmetatable({ cli_usage = true, kind = "usage", message = msg }, {
     __tostring = function(e) return e.message end,

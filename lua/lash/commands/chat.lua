@@ -80,48 +80,16 @@ local HELP = [[
 /exit            end the session (or Ctrl-D)
 Ctrl-C cancels a running turn; twice at an empty prompt it ends the session.]]
 
+local OPTIONS = {
+  ["--model"] = { "model", "value" }, ["--yes"] = { "yes", "flag" }, ["--max-steps"] = { "max_steps", "count" },
+  ["--deps"] = { "deps", "value" }, ["--no-stream"] = { "no_stream", "flag" }, ["--trust"] = { "trust", "flag" },
+  ["--backend"] = { "backend", "value" }, ["--no-history"] = { "no_history", "flag" },
+  ["--continue"] = { "continue", "flag" }, ["-c"] = { "continue", "flag" }, ["--resume"] = { "resume", "value" },
+  ["--no-save"] = { "no_save", "flag" },
+}
+
 local function parse_args(args, cli)
-  local o = { positional = {} }
-  local i = 1
-  local function value(name)
-    i = i + 1
-    local v = args[i]
-    if v == nil then cli.usage_error("option " .. name .. " needs a value") end
-    return v
-  end
-  while i <= #args do
-    local a = args[i]
-    local name, inline = a:match("^(%-%-[%w%-]+)=(.*)$")
-    if name then
-      a = name
-      table.insert(args, i + 1, inline)
-    end
-    if a == "--model" then o.model = value(a)
-    elseif a == "--yes" then o.yes = true
-    elseif a == "--max-steps" then
-      local v = value(a)
-      local n = math.tointeger(tonumber(v))
-      if not n or n < 1 then cli.usage_error("--max-steps needs a positive integer, got '" .. v .. "'") end
-      o.max_steps = n
-    elseif a == "--deps" then o.deps = value(a)
-    elseif a == "--no-stream" then o.no_stream = true
-    elseif a == "--trust" then o.trust = true
-    elseif a == "--backend" then o.backend = value(a)
-    elseif a == "--no-history" then o.no_history = true
-    elseif a == "--continue" or a == "-c" then o.continue = true
-    elseif a == "--resume" then o.resume = value(a)
-    elseif a == "--no-save" then o.no_save = true
-    elseif a == "--" then
-      for j = i + 1, #args do o.positional[#o.positional + 1] = args[j] end
-      break
-    elseif a:sub(1, 2) == "--" then
-      cli.usage_error("unknown option '" .. a .. "'")
-    else
-      o.positional[#o.positional + 1] = a
-    end
-    i = i + 1
-  end
-  return o
+  return cli.parse_options(args, OPTIONS)
 end
 
 --- Where the input history lives: $XDG_STATE_HOME/lash/chat_history, or

@@ -65,57 +65,17 @@ bound (--shutdown-timeout, default 10 s); lash then exits 130, 143 or 129.
 A second signal skips what is left of the cleanup and exits at once.]],
 }
 
+local OPTIONS = {
+  ["--model"] = { "model", "value" }, ["--json"] = { "json", "flag" }, ["--max-steps"] = { "max_steps", "count" },
+  ["--deps"] = { "deps", "value" }, ["--yes"] = { "yes", "flag" }, ["--no-stream"] = { "no_stream", "flag" },
+  ["--trust"] = { "trust", "flag" }, ["--attach"] = { "attach", "value" }, ["--owner"] = { "owner", "value" },
+  ["--holder"] = { "holder", "value" }, ["--backend"] = { "backend", "value" }, ["--file"] = { "files", "list" },
+  ["--output-schema"] = { "output_schema", "value" }, ["--continue"] = { "continue", "flag" },
+  ["-c"] = { "continue", "flag" }, ["--resume"] = { "resume", "value" }, ["--no-save"] = { "no_save", "flag" },
+}
+
 local function parse_args(args, cli)
-  local o = { positional = {} }
-  local i = 1
-  local function value(name)
-    i = i + 1
-    local v = args[i]
-    if v == nil then cli.usage_error("option " .. name .. " needs a value") end
-    return v
-  end
-  while i <= #args do
-    local a = args[i]
-    local name, inline = a:match("^(%-%-[%w%-]+)=(.*)$")
-    if name then
-      a = name
-      table.insert(args, i + 1, inline)
-    end
-    if a == "--model" then o.model = value(a)
-    elseif a == "--json" then o.json = true
-    elseif a == "--max-steps" then
-      local v = value(a)
-      o.max_steps = tonumber(v)
-      if not o.max_steps or o.max_steps < 1 or o.max_steps ~= math.floor(o.max_steps) then
-        cli.usage_error("--max-steps needs a positive integer, got '" .. v .. "'")
-      end
-      o.max_steps = math.tointeger(o.max_steps)
-    elseif a == "--deps" then o.deps = value(a)
-    elseif a == "--yes" then o.yes = true
-    elseif a == "--no-stream" then o.no_stream = true
-    elseif a == "--trust" then o.trust = true
-    elseif a == "--attach" then o.attach = value(a)
-    elseif a == "--owner" then o.owner = value(a)
-    elseif a == "--holder" then o.holder = value(a)
-    elseif a == "--backend" then o.backend = value(a)
-    elseif a == "--file" then
-      o.files = o.files or {}
-      o.files[#o.files + 1] = value(a)
-    elseif a == "--output-schema" then o.output_schema = value(a)
-    elseif a == "--continue" or a == "-c" then o.continue = true
-    elseif a == "--resume" then o.resume = value(a)
-    elseif a == "--no-save" then o.no_save = true
-    elseif a == "--" then
-      for j = i + 1, #args do o.positional[#o.positional + 1] = args[j] end
-      break
-    elseif a:sub(1, 2) == "--" then
-      cli.usage_error("unknown option '" .. a .. "'")
-    else
-      o.positional[#o.positional + 1] = a
-    end
-    i = i + 1
-  end
-  return o
+  return cli.parse_options(args, OPTIONS)
 end
 
 --- Load an agent spec file (Lua, YAML or JSON; see lash.spec). Returns
