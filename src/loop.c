@@ -73,6 +73,12 @@ uint64_t lash_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+double lash_wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* ---- fd watchers ---------------------------------------------------- */
 
 static uint32_t to_epoll(unsigned ev) {

@@ -150,6 +150,11 @@ int  lash_loop_notify_enable(lash_loop *loop);
 void lash_loop_wake(lash_loop *loop);
 /* Milliseconds until the next timer, -1 if none. */
 int  lash_loop_next_timeout(const lash_loop *loop);
+/* The two clocks, one owner (loop.c) for everyone: lash_now_ns is
+** monotonic (durations, deadlines, timers); lash_wall_now is the wall clock
+** in seconds since the Unix epoch, with a fraction (timestamps, expiry
+** times that outlive the process). */
 uint64_t lash_now_ns(void);
+double   lash_wall_now(void);
 
 #endif
