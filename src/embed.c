@@ -16,9 +16,14 @@
 ** doubled answer meets a record that still exists and gets LASH_EGONE or
 ** LASH_EARG rather than undefined behaviour. An op and its record point
 ** at each other; whichever goes first clears the other's pointer.
+**
+** embed.c sits above state.c: what it keeps on a lash_State (embed_state:
+** the glue, the runs, the event handler) hangs off S->ext, made on first
+** use, and lash_close lets it go through the hooks registered with it
+** (embed_shutdown, embed_release). Prefix: lash_* (lash.h) and static.
 */
 #include "lash.h"
-#include "embed.h"
+#include "state.h"
 #include "lauxlib.h"
 #include "runtime.h"
 #include "task.h"
@@ -32,9 +37,40 @@
 #define CALLOP_MT "lash.embed.call_op"
 #define APPROP_MT "lash.embed.approval_op"
 
-struct lash_handle {
+typedef struct lash_handle {
   lash_State *S;          /* NULL once the state is closed */
-};
+} lash_handle;
+
+/* What the embedding API keeps on a lash_State (S->ext). */
+typedef struct embed_state {
+  lash_EventFn on_event;
+  void *event_ud;
+  int glue_ref;          /* registry ref of the lash.embed instance, or LUA_NOREF */
+  lash_handle *handle;   /* what the glue's C functions see; cleared at close */
+  lash_Run *runs;        /* every run the host has not freed */
+} embed_state;
+
+static void embed_shutdown(lash_State *S, int grace_ms);
+static void embed_release(lash_State *S);
+static const lashS_hooks embed_hooks = {embed_shutdown, embed_release};
+
+/* S's embed_state, or NULL before the first use. */
+static embed_state *embed_of(const lash_State *S) { return S->ext; }
+
+/* S's embed_state, made (and its hooks registered) on first use; NULL with
+** the error set when memory is out. */
+static embed_state *embed_open(lash_State *S, const char *who) {
+  embed_state *E = S->ext;
+  if (E) return E;
+  if (!(E = calloc(1, sizeof *E))) {
+    lashS_seterr(S, "%s: out of memory", who);
+    return NULL;
+  }
+  E->glue_ref = LUA_NOREF;
+  S->ext = E;
+  S->ext_hooks = &embed_hooks;
+  return E;
+}
 
 /* A registered host tool; a userdata the tool's Lua handler keeps. */
 typedef struct host_tool {
@@ -72,7 +108,7 @@ typedef struct approval {
 
 struct lash_Run {
   lash_State *S;          /* NULL once the state is closed */
-  lash_Run *prev, *next;  /* S->runs */
+  lash_Run *prev, *next;  /* embed_state.runs */
   int status;             /* LASH_RUN_RUNNING until it ends */
   int host_freed;         /* lash_run_free while it was going */
   int task_ref;           /* registry: the agent task, while it runs */
@@ -151,7 +187,7 @@ static void unlink_run(lash_Run *run) {
   lash_State *S = run->S;
   if (!S) return;
   if (run->prev) run->prev->next = run->next;
-  else S->runs = run->next;
+  else embed_of(S)->runs = run->next;
   if (run->next) run->next->prev = run->prev;
   run->prev = run->next = NULL;
 }
@@ -197,10 +233,11 @@ static lash_Run *check_run(lua_State *L, int idx) {
 ** which deliver no events. Runs in the task, from inside lash_step. */
 static void tell_cancelled(lua_State *L, lash_Call *c) {
   lash_State *S = c->run->S;
-  if (!S || S->closing || !S->on_event || c->run->host_freed ||
-      S->glue_ref == LUA_NOREF)
+  embed_state *E = S ? embed_of(S) : NULL;
+  if (!E || S->closing || !E->on_event || c->run->host_freed ||
+      E->glue_ref == LUA_NOREF)
     return;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, S->glue_ref);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, E->glue_ref);
   lua_getfield(L, -1, "tool_cancelled");
   lua_remove(L, -2);
   lua_pushlightuserdata(L, c->run);
@@ -399,16 +436,17 @@ static int l_emit(lua_State *L) {
   lash_State *S = hstate(L);
   lash_Run *run = check_run(L, 1);
   const char *json = luaL_checkstring(L, 2);
-  if (S->closing || !S->on_event || run->host_freed) return 0;
+  embed_state *E = embed_of(S);
+  if (S->closing || !E->on_event || run->host_freed) return 0;
   S->depth++;
-  S->on_event(run, json, S->event_ud);
+  E->on_event(run, json, E->event_ud);
   S->depth--;
   return 0;
 }
 
 static int l_wants_events(lua_State *L) {
   lash_State *S = hstate(L);
-  lua_pushboolean(L, S->on_event != NULL && !S->closing);
+  lua_pushboolean(L, embed_of(S)->on_event != NULL && !S->closing);
   return 1;
 }
 
@@ -474,9 +512,10 @@ static void push_glue(lua_State *L, lash_State *S) {
     {"expect_approval", l_expect_approval}, {"emit", l_emit},
     {"wants_events", l_wants_events}, {"started", l_started},
     {"run_id", l_run_id}, {"finish", l_finish}, {NULL, NULL}};
+  embed_state *E = embed_of(S);
   lash_handle *h;
-  if (S->glue_ref != LUA_NOREF) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, S->glue_ref);
+  if (E->glue_ref != LUA_NOREF) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, E->glue_ref);
     return;
   }
   make_meta(L, HANDLE_MT, NULL);
@@ -495,9 +534,9 @@ static void push_glue(lua_State *L, lash_State *S) {
   luaL_setfuncs(L, core, 1);
   lua_call(L, 1, 1);
   lua_pushvalue(L, -1);
-  S->glue_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  E->glue_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   h->S = S;
-  S->handle = h;
+  E->handle = h;
 }
 
 /* One call into the glue, run protected by glue_call. */
@@ -554,6 +593,7 @@ static int p_glue(lua_State *L) {
 
 static int glue_call(gcall *g) {
   lash_State *S = g->S;
+  if (!embed_open(S, g->method)) return LASH_EMEM;
   lua_pushcfunction(S->L, p_glue);
   lua_pushlightuserdata(S->L, g);
   return lashS_pcall(S, 1, 0);
@@ -741,9 +781,11 @@ lash_Run *lash_call_run(const lash_Call *call) { return call ? call->run : NULL;
 
 int lash_set_event_handler(lash_State *S, lash_EventFn fn, void *ud) {
   int st;
+  embed_state *E;
   if ((st = lashS_check(S, "lash_set_event_handler")) != LASH_OK) return st;
-  S->on_event = fn;
-  S->event_ud = ud;
+  if (!(E = embed_open(S, "lash_set_event_handler"))) return LASH_EMEM;
+  E->on_event = fn;
+  E->event_ud = ud;
   return LASH_OK;
 }
 
@@ -751,9 +793,11 @@ int lash_run_start(lash_State *S, const char *prompt,
                    const char *options_json, lash_Run **out) {
   gcall g;
   lash_Run *run;
+  embed_state *E;
   int st;
   if (out) *out = NULL;
   if ((st = lashS_check(S, "lash_run_start")) != LASH_OK) return st;
+  if (!(E = embed_open(S, "lash_run_start"))) return LASH_EMEM;
   if (!out) {
     lashS_seterr(S, "lash_run_start: NULL run pointer (where the handle goes)");
     return LASH_EARG;
@@ -765,9 +809,9 @@ int lash_run_start(lash_State *S, const char *prompt,
   run->S = S;
   run->status = LASH_RUN_RUNNING;
   run->task_ref = LUA_NOREF;
-  run->next = S->runs;
-  if (S->runs) S->runs->prev = run;
-  S->runs = run;
+  run->next = E->runs;
+  if (E->runs) E->runs->prev = run;
+  E->runs = run;
   gcall_init(&g, S, "start");
   g.run = run;
   g.nstr = 2;
@@ -874,13 +918,16 @@ int lash_run_free(lash_Run *run) {
 
 /* ---- shutdown ------------------------------------------------------------ */
 
-void lashE_shutdown(lash_State *S, int grace_ms) {
+/* Cancel the runs started from C, and (attached: grace_ms > 0) drive them
+** until they end or grace_ms pass; then cut the glue from the state. */
+static void embed_shutdown(lash_State *S, int grace_ms) {
+  embed_state *E = embed_of(S);
   lash_Run *run;
-  if (grace_ms > 0 && S->L && S->glue_ref != LUA_NOREF) {
+  if (grace_ms > 0 && S->L && E->glue_ref != LUA_NOREF) {
     lash_runtime *rt = lash_runtime_get(S->L);
     uint64_t deadline = lash_now_ns() + (uint64_t)grace_ms * 1000000u;
     int going = 0;
-    for (run = S->runs; run; run = run->next)
+    for (run = E->runs; run; run = run->next)
       if (!finished(run)) {
         cancel_task(run);
         going = 1;
@@ -888,27 +935,30 @@ void lashE_shutdown(lash_State *S, int grace_ms) {
     while (going && lash_now_ns() < deadline) {
       if (lash_runtime_step(rt, 50) < 0) break;
       going = 0;
-      for (run = S->runs; run; run = run->next)
+      for (run = E->runs; run; run = run->next)
         if (!finished(run)) going = 1;
       if (going && lash_runtime_stuck(rt)) break;
     }
   }
-  if (S->handle) {
-    S->handle->S = NULL;
-    S->handle = NULL;
+  if (E->handle) {
+    E->handle->S = NULL;
+    E->handle = NULL;
   }
-  if (S->L && S->glue_ref != LUA_NOREF)
-    luaL_unref(S->L, LUA_REGISTRYINDEX, S->glue_ref);
-  S->glue_ref = LUA_NOREF;
+  if (S->L && E->glue_ref != LUA_NOREF)
+    luaL_unref(S->L, LUA_REGISTRYINDEX, E->glue_ref);
+  E->glue_ref = LUA_NOREF;
 }
 
 static const char closed_result[] =
   "{\"status\":\"cancelled\",\"error\":{\"kind\":\"cancelled\",\"message\":"
   "\"the lash state was closed before the run ended\"}}";
 
-void lashE_release(lash_State *S) {
+/* After the Lua state is gone (or detached): settle every run the host
+** still holds (they stay readable until lash_run_free), then free E. */
+static void embed_release(lash_State *S) {
+  embed_state *E = embed_of(S);
   lash_Run *run, *next;
-  for (run = S->runs; run; run = next) {
+  for (run = E->runs; run; run = next) {
     next = run->next;
     run->prev = run->next = NULL;
     run->S = NULL;
@@ -920,5 +970,7 @@ void lashE_release(lash_State *S) {
     settle_records(run);
     if (run->host_freed) free_run(run);
   }
-  S->runs = NULL;
+  E->runs = NULL;
+  free(E);
+  S->ext = NULL;
 }

@@ -20,20 +20,18 @@
 ** untrusted spec defines, at run time) and returns its results; fn may
 ** wait. While the task waits the budget is set aside -- the scheduler
 ** takes it off before any other task runs and puts it back when this one
-** resumes (lash_budget_enter/leave, task.h) -- so only fn's own work is
+** resumes (lash_budget_enter/leave, budget.h) -- so only fn's own work is
 ** counted: instructions, the seconds it runs, and the memory it allocates
 ** net. A spent budget raises a typed error, kind "budget". Inside another
 ** budget, fn simply runs under that one.
 **
-** Once a budget is spent the hook fires on every instruction and raises
-** again, and the allocator keeps refusing, so a pcall loop in the code
-** cannot catch its way past it. One budget is installed at a time per Lua
-** state (the allocator wrapper is the state's). Coroutines left behind
-** keep the hook; it removes itself the first time it fires with no budget
-** installed.
+** The hook, the clock and the allocator wrapper are the budget core
+** (budget.c); this file is their Lua face. Prefix: l_ (static).
 */
 #include "lua.h"
 #include "lauxlib.h"
+#include "budget.h"
+#include "laux.h"
 #include "modules.h"
 #include "runtime.h"
 #include "task.h"
@@ -41,135 +39,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
-#define BUDGET_KEY "lash.budget.current"
-#define HOOK_EVERY 1000
-
-typedef struct budget {
-  lua_Alloc f;            /* the allocator this budget wraps, while installed */
-  void *ud;
-  ptrdiff_t grown;        /* net bytes allocated while installed, >= 0 */
-  size_t memory;          /* 0: unlimited */
-  long long count, max_count;  /* 0: unlimited */
-  uint64_t limit_ns;      /* 0: no clock */
-  uint64_t spent_ns;      /* run time of earlier stretches */
-  uint64_t since;         /* when the current stretch began */
-  uint64_t deadline;      /* of the current stretch; 0: none */
-  const char *exceeded;
-  int installed;
-  int loading;            /* a budget.run (a spec loading), not a call */
-  int finished;           /* call: fn returned or failed */
-  int string_ref;         /* call: strings' __index while installed */
-  lash_task *task;        /* call: the task it belongs to, or NULL */
-  lua_State *thread;      /* call: the thread fn runs in */
-  lua_Hook old_hook;      /* call: the thread's hook before */
-  int old_mask, old_count;
-  int base;               /* call: fn's results start above this slot */
-} budget;
-
-static const char STRMT_KEY = 0;     /* registry: strings' metatable */
-static const char STRIDX_KEY = 0;    /* registry: its own __index */
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void *budget_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  budget *b = ud;
-  size_t old = ptr ? osize : 0;
-  void *np;
-  if (nsize > old && b->memory &&
-      b->grown + (ptrdiff_t)(nsize - old) > (ptrdiff_t)b->memory) {
-    if (!b->exceeded) b->exceeded = "memory";
-    return NULL;
-  }
-  np = b->f(b->ud, ptr, osize, nsize);
-  if (nsize == 0) {
-    b->grown -= (ptrdiff_t)old;
-  } else if (np) {
-    b->grown += (ptrdiff_t)nsize - (ptrdiff_t)old;
-  }
-  /* freeing what others left gives no credit */
-  if (b->grown < 0) b->grown = 0;
-  return nsize == 0 ? NULL : np;
-}
-
-static budget *current(lua_State *L) {
-  budget *b;
-  lua_getfield(L, LUA_REGISTRYINDEX, BUDGET_KEY);
-  b = lua_touserdata(L, -1);
-  lua_pop(L, 1);
-  return b;
-}
-
-/* Install b: its allocator wrapper, the registry mark the hook reads, the
-** clock of this stretch and (call) the strings' safe __index. Idempotent;
-** raises nothing. */
-static void install(lua_State *L, budget *b) {
-  if (b->installed) return;
-  b->installed = 1;
-  b->f = lua_getallocf(L, &b->ud);
-  lua_setallocf(L, budget_alloc, b);
-  lua_pushlightuserdata(L, b);
-  lua_setfield(L, LUA_REGISTRYINDEX, BUDGET_KEY);
-  b->since = now_ns();
-  b->deadline = b->limit_ns
-                    ? b->since + (b->limit_ns > b->spent_ns ? b->limit_ns - b->spent_ns : 0) + 1
-                    : 0;
-  if (b->string_ref != LUA_NOREF) {
-    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &STRMT_KEY) == LUA_TTABLE) {
-      lua_rawgeti(L, LUA_REGISTRYINDEX, b->string_ref);
-      lua_setfield(L, -2, "__index");
-    }
-    lua_pop(L, 1);
-  }
-}
-
-static void uninstall(lua_State *L, budget *b) {
-  if (!b->installed) return;
-  b->installed = 0;
-  lua_setallocf(L, b->f, b->ud);
-  lua_pushnil(L);
-  lua_setfield(L, LUA_REGISTRYINDEX, BUDGET_KEY);
-  b->spent_ns += now_ns() - b->since;
-  if (b->string_ref != LUA_NOREF) {
-    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &STRMT_KEY) == LUA_TTABLE) {
-      lua_rawgetp(L, LUA_REGISTRYINDEX, &STRIDX_KEY);
-      lua_setfield(L, -2, "__index");
-    }
-    lua_pop(L, 1);
-  }
-}
-
-void lash_budget_enter(lua_State *L, void *b) { install(L, b); }
-void lash_budget_leave(lua_State *L, void *b) { uninstall(L, b); }
-
-void *lash_budget_suspend(lua_State *L) {
-  budget *b = current(L);
-  if (b) uninstall(L, b);
-  return b;
-}
-
-static void hook(lua_State *L, lua_Debug *ar) {
-  budget *b = current(L);
-  (void)ar;
-  if (!b) {
-    lua_sethook(L, NULL, 0, 0);   /* a coroutine that outlived its budget */
-    return;
-  }
-  if (!b->exceeded) {
-    b->count += HOOK_EVERY;
-    if (b->max_count && b->count > b->max_count) b->exceeded = "instructions";
-    else if (b->deadline && now_ns() > b->deadline) b->exceeded = "time";
-  }
-  if (b->exceeded) {
-    lua_sethook(L, hook, LUA_MASKCOUNT, 1);
-    luaL_error(L, "the %s budget is spent", b->exceeded);
-  }
-}
+static const char *const run_options[] = {"instructions", "memory", "seconds",
+                                          NULL};
+static const char *const call_options[] = {"instructions", "memory", "seconds",
+                                           "label", "string_index", NULL};
 
 static lua_Integer opt_field(lua_State *L, int t, const char *k) {
   lua_Integer v;
@@ -208,13 +82,14 @@ static void close_thread(lua_State *co, lua_State *L) {
 @return fn's first result, or the error
 @treturn ?string the budget that was spent */
 static int l_run(lua_State *L) {
-  budget *b;
+  lash_code_budget *b;
   lua_State *co;
   lua_Number secs;
   int st, nres = 0;
   luaL_checktype(L, 1, LUA_TFUNCTION);
   luaL_checktype(L, 2, LUA_TTABLE);
-  if (current(L)) return luaL_error(L, "budget.run: a budget is already running");
+  lashA_checkoptions(L, 2, "budget.run", run_options);
+  if (lash_budget_current(L)) return luaL_error(L, "budget.run: a budget is already running");
   lua_settop(L, 2);
   b = lua_newuserdatauv(L, sizeof *b, 0);        /* 3: lives while we run */
   memset(b, 0, sizeof *b);
@@ -230,12 +105,12 @@ static int l_run(lua_State *L) {
   co = lua_newthread(L);                          /* 4 */
   lua_pushvalue(L, 1);
   lua_xmove(L, co, 1);
-  lua_sethook(co, hook, LUA_MASKCOUNT, HOOK_EVERY);
+  lua_sethook(co, lash_budget_hook, LUA_MASKCOUNT, LASH_BUDGET_HOOK_EVERY);
   /* Collect first, so garbage from before does not count, then wrap. */
   lua_gc(L, LUA_GCCOLLECT, 0);
-  install(L, b);
+  lash_budget_enter(L, b);
   st = lua_resume(co, L, 0, &nres);
-  uninstall(L, b);
+  lash_budget_leave(L, b);
   lua_sethook(co, NULL, 0, 0);
   if (st == LUA_OK) {
     lua_pushboolean(L, 1);
@@ -269,11 +144,11 @@ static int l_run(lua_State *L) {
 #define CALL_MT "lash.budget.call"
 
 /* fn is over (or its thread was closed under it): everything back. */
-static void call_end(budget *b) {
+static void call_end(lash_code_budget *b) {
   lua_State *T = b->thread;
   if (b->finished) return;
   b->finished = 1;
-  uninstall(T, b);
+  lash_budget_leave(T, b);
   lua_sethook(T, b->old_hook, b->old_mask, b->old_count);
   if (b->task && b->task->budget == b) b->task->budget = NULL;
   if (b->string_ref != LUA_NOREF) {
@@ -283,13 +158,13 @@ static void call_end(budget *b) {
 }
 
 static int call_close(lua_State *L) {
-  budget *b = luaL_checkudata(L, 1, CALL_MT);
+  lash_code_budget *b = luaL_checkudata(L, 1, CALL_MT);
   call_end(b);
   return 0;
 }
 
 static int call_k(lua_State *L, int status, lua_KContext ctx) {
-  budget *b = (budget *)ctx;
+  lash_code_budget *b = (lash_code_budget *)ctx;
   const char *label;
   call_end(b);
   if (status == LUA_OK || status == LUA_YIELD) return lua_gettop(L) - b->base;
@@ -331,13 +206,14 @@ static int nested_k(lua_State *L, int status, lua_KContext ctx) {
 @return fn's results
 @raise kind "budget" when a budget is spent; fn's own errors unchanged */
 static int l_call(lua_State *L) {
-  budget *b;
+  lash_code_budget *b;
   lash_task *t;
   lua_Number secs;
   int nargs;
   luaL_checktype(L, 1, LUA_TFUNCTION);
   luaL_checktype(L, 2, LUA_TTABLE);
-  if (current(L)) {
+  lashA_checkoptions(L, 2, "budget.call", call_options);
+  if (lash_budget_current(L)) {
     /* already counted: the outer budget holds */
     lua_remove(L, 2);
     lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, nested_k);
@@ -373,9 +249,9 @@ static int l_call(lua_State *L) {
   b->old_count = lua_gethookcount(L);
   nargs = lua_gettop(L) - 2;
   b->finished = 0;
-  lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_EVERY);
+  lua_sethook(L, lash_budget_hook, LUA_MASKCOUNT, LASH_BUDGET_HOOK_EVERY);
   if (b->task) b->task->budget = b;
-  install(L, b);
+  lash_budget_enter(L, b);
   /* only a task's yields come back through the scheduler, which sets the
   ** budget aside; elsewhere fn must not yield (it would leave the budget in
   ** place for whoever resumed it) */
@@ -387,13 +263,13 @@ static int l_call(lua_State *L) {
 
 /*** Is a budget running (are we inside budget.run or budget.call)? */
 static int l_active(lua_State *L) {
-  lua_pushboolean(L, current(L) != NULL);
+  lua_pushboolean(L, lash_budget_current(L) != NULL);
   return 1;
 }
 
 /*** Is a spec loading (are we inside budget.run)? */
 static int l_loading(lua_State *L) {
-  budget *b = current(L);
+  lash_code_budget *b = lash_budget_current(L);
   lua_pushboolean(L, b != NULL && b->loading);
   return 1;
 }
@@ -410,13 +286,7 @@ int lash_open_budget(lua_State *L) {
   }
   lua_pop(L, 1);
   /* strings' metatable and its own __index, restored after each call */
-  lua_pushliteral(L, "");
-  if (lua_getmetatable(L, -1)) {
-    lua_getfield(L, -1, "__index");
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &STRIDX_KEY);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &STRMT_KEY);
-  }
-  lua_pop(L, 1);
+  lash_budget_init(L);
   luaL_newlib(L, funcs);
   return 1;
 }

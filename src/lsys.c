@@ -5,6 +5,7 @@
 */
 #include "lua.h"
 #include "lauxlib.h"
+#include "budget.h"
 #include "modules.h"
 #include "runtime.h"
 
@@ -33,7 +34,7 @@ static int l_getpid(lua_State *L) {
 ** when the state was not opened by lash, e.g. a stock lua5.4). */
 static int l_memory(lua_State *L) {
   size_t used, limit;
-  if (!lash_memory_budget(L, &used, &limit)) {
+  if (!lash_budget_memory(L, &used, &limit)) {
     lua_pushinteger(L, (lua_Integer)(lua_gc(L, LUA_GCCOUNT, 0)) * 1024);
     return 1;
   }

@@ -8,13 +8,14 @@
 */
 #include "runtime.h"
 #include "task.h"
+#include "budget.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define RUNTIME_KEY "lash.runtime"        /* registry: the runtime */
+static const char RUNTIME_KEY = 0;        /* registry: the runtime */
 #define RUNTIME_MT "lash.runtime.meta"     /* registry: its metatable */
 
 /* ---- runtime ------------------------------------------------------- */
@@ -28,6 +29,27 @@ static int runtime_gc(lua_State *L) {
   return 0;
 }
 
+static int task_gc(lua_State *L);
+static int waiter_gc(lua_State *L);
+static void error_meta(lua_State *L);
+
+/* The metatables of what the runtime makes, once per state; ltask.c adds
+** the Lua methods of tasks and futures at luaopen. */
+static void make_metatables(lua_State *L) {
+  if (luaL_newmetatable(L, LASH_TASK_MT)) {
+    lua_pushcfunction(L, task_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  luaL_newmetatable(L, LASH_FUTURE_MT);
+  if (luaL_newmetatable(L, LASH_WAITER_MT)) {
+    lua_pushcfunction(L, waiter_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_pop(L, 3);
+  error_meta(L);
+  lua_pop(L, 1);
+}
+
 static void default_log(void *ud, int level, const char *msg) {
   (void)ud;
   fprintf(stderr, "lash: %s%s\n",
@@ -37,7 +59,7 @@ static void default_log(void *ud, int level, const char *msg) {
 
 lash_runtime *lash_runtime_open(lua_State *L) {
   lash_runtime *rt;
-  if (lua_getfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY) == LUA_TUSERDATA) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &RUNTIME_KEY) == LUA_TUSERDATA) {
     rt = lua_touserdata(L, -1);
     lua_pop(L, 1);
     return rt;
@@ -53,9 +75,10 @@ lash_runtime *lash_runtime_open(lua_State *L) {
     lua_setfield(L, -2, "__name");
   }
   lua_setmetatable(L, -2);
+  make_metatables(L);
   rt->loop = lash_loop_new();
   if (!rt->loop) luaL_error(L, "lash: cannot create the event loop (epoll)");
-  lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &RUNTIME_KEY);
   /* The main thread, not the one that opened lash: that one may be a
   ** coroutine that ends, and tasks are resumed from rt->L. */
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
@@ -70,12 +93,17 @@ lash_runtime *lash_runtime_open(lua_State *L) {
   return rt;
 }
 
-lash_runtime *lash_runtime_get(lua_State *L) {
+lash_runtime *lash_runtime_find(lua_State *L) {
   lash_runtime *rt;
-  lua_getfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &RUNTIME_KEY);
   rt = lua_touserdata(L, -1);
   lua_pop(L, 1);
-  if (!rt || !rt->loop)
+  return rt && rt->loop ? rt : NULL;
+}
+
+lash_runtime *lash_runtime_get(lua_State *L) {
+  lash_runtime *rt = lash_runtime_find(L);
+  if (!rt)
     luaL_error(L, "lash runtime is not open in this state (require \"lash\" first)");
   return rt;
 }
@@ -135,7 +163,7 @@ void lash_wait_done(lash_wait *w) {
 lash_task *lash_task_current(lua_State *L) {
   lash_runtime *rt;
   lash_task *t = NULL;
-  lua_getfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &RUNTIME_KEY);
   rt = lua_touserdata(L, -1);
   lua_pop(L, 1);
   if (!rt || rt->threads_ref == LUA_NOREF) return NULL;
@@ -219,7 +247,7 @@ int lash_wait_yield(lua_State *L, lash_wait *w, lua_KContext ctx,
   ** reset): drive the loop, and every task with it, until w is done. A
   ** budget in place is this code's, not the other tasks': off meanwhile. */
   {
-    void *b = lash_budget_suspend(L);
+    lash_code_budget *b = lash_budget_suspend(L);
     int rc = drive_until(rt, w, L);
     if (b) lash_budget_enter(L, b);
     if (rc == 1) return luaL_error(L, "lash: event loop failure");
@@ -286,6 +314,337 @@ int lash_runtime_run(lash_runtime *rt) {
   return rc;
 }
 
+/* ---- futures ----------------------------------------------------------- */
+
+struct future_waiter {
+  lash_wait w;
+  future_waiter *prev, *next;
+  lash_future *f;
+  int fidx;               /* stack index of the future while waiting */
+  int raise;              /* re-raise a failure (join, wait) */
+};
+
+static void waiter_unlink(future_waiter *fw) {
+  if (!fw->f) return;
+  if (fw->prev) fw->prev->next = fw->next;
+  else fw->f->waiters = fw->next;
+  if (fw->next) fw->next->prev = fw->prev;
+  fw->prev = fw->next = NULL;
+  fw->f = NULL;
+}
+
+static void waiter_cancel(lash_wait *w) { waiter_unlink((future_waiter *)w); }
+
+static int waiter_gc(lua_State *L) {
+  waiter_unlink(lua_touserdata(L, 1));
+  return 0;
+}
+
+lash_future *lash_future_new(lua_State *L) {
+  lash_future *f = lua_newuserdatauv(L, sizeof *f, 1);
+  memset(f, 0, sizeof *f);
+  luaL_setmetatable(L, LASH_FUTURE_MT);
+  return f;
+}
+
+/* Settle the future at idx with the n values on top of the stack. */
+void lash_future_settle(lua_State *L, int idx, int state, int n) {
+  lash_future *f = lua_touserdata(L, idx);
+  future_waiter *fw;
+  int i, base = lua_gettop(L) - n;
+  idx = lua_absindex(L, idx);
+  lua_createtable(L, n, 0);
+  for (i = 1; i <= n; i++) {
+    lua_pushvalue(L, base + i);
+    lua_rawseti(L, -2, i);
+  }
+  lua_setiuservalue(L, idx, 1);
+  lua_settop(L, base);
+  f->state = state;
+  f->nvalues = n;
+  while ((fw = f->waiters) != NULL) {
+    waiter_unlink(fw);
+    lash_wait_done(&fw->w);
+  }
+}
+
+/* Push the outcome of a settled future: its values, or (raise) raise its
+** error; with raise == 0, pcall style: true, values... or false, err. */
+int lash_future_push(lua_State *L, int idx, int raise) {
+  lash_future *f = lua_touserdata(L, idx);
+  int i;
+  lua_getiuservalue(L, idx, 1);
+  if (f->state != LASH_OUT_OK) {
+    if (!raise) lua_pushboolean(L, 0);
+    lua_rawgeti(L, raise ? -1 : -2, 1);
+    if (raise) return lua_error(L);
+    return 2;
+  }
+  luaL_checkstack(L, f->nvalues + 1, "too many results");
+  if (!raise) lua_pushboolean(L, 1);
+  for (i = 1; i <= f->nvalues; i++) lua_rawgeti(L, raise ? -i : -i - 1, i);
+  return f->nvalues + (raise ? 0 : 1);
+}
+
+static int future_wait_k(lua_State *L, int status, lua_KContext ctx) {
+  future_waiter *fw = (future_waiter *)ctx;
+  (void)status;
+  waiter_unlink(fw);
+  lash_wait_check(L, &fw->w);
+  return lash_future_push(L, fw->fidx, fw->raise);
+}
+
+int lash_future_wait(lua_State *L, int fidx, int raise) {
+  lash_future *f = lua_touserdata(L, fidx);
+  future_waiter *fw;
+  if (f->state != LASH_OUT_NONE) {
+    lash_task *t = lash_task_current(L);
+    if (t && t->cancel_pending) {
+      t->cancel_pending = 0;
+      return lash_error_raise(L, "cancelled", "task cancelled");
+    }
+    return lash_future_push(L, fidx, raise);
+  }
+  fw = lua_newuserdatauv(L, sizeof *fw, 1);
+  memset(fw, 0, sizeof *fw);
+  luaL_setmetatable(L, LASH_WAITER_MT);
+  /* The waiter's __gc unlinks it from f: f must outlive it, even when both
+  ** become garbage at once (a wait abandoned by an error). */
+  lua_pushvalue(L, fidx);
+  lua_setiuservalue(L, -2, 1);
+  lash_wait_init(&fw->w, waiter_cancel);
+  fw->f = f;
+  fw->fidx = fidx;
+  fw->raise = raise;
+  fw->next = f->waiters;
+  if (f->waiters) f->waiters->prev = fw;
+  f->waiters = fw;
+  return lash_wait_yield(L, &fw->w, (lua_KContext)fw, future_wait_k);
+}
+
+/* ---- tasks ------------------------------------------------------------- */
+
+lash_task *lash_task_spawn(lua_State *L, int fidx, int nargs) {
+  lash_runtime *rt = lash_runtime_get(L);
+  lua_State *co;
+  lash_task *t;
+  fidx = lua_absindex(L, fidx);
+  t = lua_newuserdatauv(L, sizeof *t, 2);
+  memset(t, 0, sizeof *t);
+  luaL_setmetatable(L, LASH_TASK_MT);
+  co = lua_newthread(L);
+  lua_setiuservalue(L, -2, 1);
+  t->fut = lash_future_new(L);
+  lua_setiuservalue(L, -2, 2);
+  t->rt = rt;
+  t->co = co;
+  t->id = ++rt->next_id;
+  t->status = LASH_TASK_READY;
+  /* the function and its arguments wait on the new thread's stack */
+  for (int i = fidx; i <= fidx + nargs; i++) {
+    lua_pushvalue(L, i);
+    lua_xmove(L, co, 1);
+  }
+  t->nargs = nargs;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, rt->tasks_ref);
+  lua_pushvalue(L, -2);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, rt->threads_ref);
+  lua_pushthread(co);
+  lua_xmove(co, L, 1);
+  lua_pushvalue(L, -3);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  rt->ntasks++;
+  lash_task_make_ready(t);
+  return t;
+}
+
+static void unregister_task(lash_runtime *rt, lua_State *L, lash_task *t,
+                            int tidx) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, rt->tasks_ref);
+  lua_pushvalue(L, tidx);
+  lua_pushnil(L);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, rt->threads_ref);
+  lua_pushthread(t->co);
+  lua_xmove(t->co, L, 1);
+  lua_pushnil(L);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+/* Finish t with the n values on top of L; called with the task userdata at
+** tidx. Wakes joiners. */
+static void task_finish(lua_State *L, lash_task *t, int tidx, int outcome,
+                        int n) {
+  lash_runtime *rt = t->rt;
+  int base = lua_gettop(L) - n;
+  tidx = lua_absindex(L, tidx);
+  t->status = LASH_TASK_DONE;
+  t->wait = NULL;
+  rt->ntasks--;
+  lua_getiuservalue(L, tidx, 2);  /* future */
+  lua_insert(L, base + 1);
+  lash_future_settle(L, base + 1, outcome, n);
+  lua_settop(L, base);
+  unregister_task(rt, L, t, tidx);
+}
+
+/* Give a string error a traceback; a table error gets a traceback field. */
+static void decorate_error(lua_State *L, lua_State *co) {
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    luaL_traceback(L, co, lua_tostring(L, -1), 0);
+    lua_remove(L, -2);
+  } else if (lua_istable(L, -1) && !lash_is_error(L, -1, "cancelled")) {
+    if (lua_getfield(L, -1, "traceback") == LUA_TNIL) {
+      lua_pop(L, 1);
+      luaL_traceback(L, co, NULL, 0);
+      lua_setfield(L, -2, "traceback");
+    } else {
+      lua_pop(L, 1);
+    }
+  }
+}
+
+void lash_task_resume(lash_task *t, lua_State *from) {
+  lash_runtime *rt = t->rt;
+  lua_State *L = rt->L, *co = t->co;
+  int nargs = 0, nres = 0, st, tidx;
+  if (t->status == LASH_TASK_DONE || t->status == LASH_TASK_RUNNING) return;
+  /* L is the main thread, and it may be deep in nested steps: a wait where
+  ** a task cannot yield (a table.sort comparator, a metamethod, a require)
+  ** drives the loop in place, which resumes other tasks that may do the
+  ** same, each level keeping a slot here. Make room rather than write past
+  ** the stack; if there is none, the task runs on a later step. */
+  if (!lua_checkstack(L, LUA_MINSTACK)) {
+    lash_task_make_ready(t);
+    return;
+  }
+  /* Keep the handle on L's stack while the task runs, so it stays alive
+  ** and we can finish it afterwards. */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, rt->threads_ref);
+  lua_pushthread(co);
+  lua_xmove(co, L, 1);
+  lua_rawget(L, -2);
+  lua_remove(L, -2);
+  tidx = lua_gettop(L);
+  if (!t->started) {
+    t->started = 1;
+    if (t->cancel_pending) {
+      t->cancel_pending = 0;
+      lua_settop(co, 0);
+      lash_error_push(L, "cancelled", "task cancelled before it started", 0);
+      task_finish(L, t, tidx, LASH_OUT_CANCELLED, 1);
+      lua_settop(L, tidx - 1);
+      return;
+    }
+    nargs = t->nargs;
+  }
+  t->status = LASH_TASK_RUNNING;
+  /* a budget.call the task is inside counts only its own stretches */
+  if (t->budget) lash_budget_enter(co, t->budget);
+  st = lua_resume(co, from, nargs, &nres);
+  if (t->budget) lash_budget_leave(co, t->budget);
+  if (st == LUA_YIELD) {
+    if (t->wait == NULL && t->status == LASH_TASK_RUNNING) {
+      /* A bare coroutine.yield(): give others a turn, run again next step. */
+      lua_pop(co, nres);
+      t->status = LASH_TASK_READY;
+      lash_task_make_ready(t);
+    }
+  } else if (st == LUA_OK) {
+    /* Not luaL_checkstack: L is not the running thread, it must not raise. */
+    if (lua_checkstack(L, nres + LUA_MINSTACK)) {
+      lua_xmove(co, L, nres);
+      task_finish(L, t, tidx, LASH_OUT_OK, nres);
+    } else {
+      lua_settop(co, 0);
+      lash_error_push(L, "error", "the task returned too many results", 0);
+      task_finish(L, t, tidx, LASH_OUT_ERROR, 1);
+    }
+  } else {
+    int outcome;
+    lua_xmove(co, L, 1);
+    decorate_error(L, co);
+    outcome = lash_is_error(L, -1, "cancelled") ? LASH_OUT_CANCELLED
+                                                : LASH_OUT_ERROR;
+    /* Run the to-be-closed variables the error left pending. */
+    lua_resetthread(co);
+    task_finish(L, t, tidx, outcome, 1);
+  }
+  lua_settop(L, tidx - 1);
+}
+
+int lash_task_cancel(lash_task *t) {
+  if (t->status == LASH_TASK_DONE) return 0;
+  t->cancel_pending = 1;
+  if (t->status == LASH_TASK_WAITING && t->wait) {
+    lash_wait *w = t->wait;
+    t->wait = NULL;
+    w->cancelled = 1;
+    if (w->cancel) w->cancel(w);
+    w->done = 1;
+    lash_task_make_ready(t);
+  }
+  return 1;
+}
+
+void lash_runtime_cancel_tasks(lash_runtime *rt) {
+  lua_State *L = rt->L;
+  /* lash_task_cancel only marks and queues (it resumes nothing), so the
+  ** table is not changed while we walk it */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, rt->tasks_ref);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    lash_task_cancel(lua_touserdata(L, -2));
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+void lash_runtime_abort(lash_runtime *rt) {
+  rt->aborting = 1;
+  lash_runtime_cancel_tasks(rt);
+}
+
+int lash_runtime_aborting(const lash_runtime *rt) { return rt->aborting; }
+
+void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms) {
+  uint64_t deadline = lash_now_ns() + (uint64_t)grace_ms * 1000000u;
+  lash_runtime_cancel_tasks(rt);
+  while (rt->ntasks > 0) {
+    /* one reading of the clock: a second one past the deadline would wrap
+    ** deadline - now, and a negative timeout waits without a bound */
+    uint64_t now = lash_now_ns();
+    int left;
+    if (now >= deadline) break;
+    left = (int)((deadline - now) / 1000000u);
+    if (lash_runtime_step(rt, left < 50 ? left : 50) < 0) break;
+    if (lash_runtime_stuck(rt)) break;
+  }
+}
+
+static int task_gc(lua_State *L) {
+  lash_task *t = lua_touserdata(L, 1);
+  /* An error nobody will ever see is a bug waiting to be lost: say so. */
+  if (t->status == LASH_TASK_DONE && !t->joined && t->fut &&
+      t->fut->state == LASH_OUT_ERROR && t->rt && t->rt->loop) {
+    const char *msg;
+    lua_getiuservalue(L, 1, 2);
+    lua_getiuservalue(L, -1, 1);
+    lua_rawgeti(L, -1, 1);
+    msg = luaL_tolstring(L, -1, NULL);
+    lash_runtime_log(t->rt, LASH_LOG_WARN, "task %d failed and nobody joined it: %s",
+                     (int)t->id, msg);
+    lua_pop(L, 4);
+  }
+  return 0;
+}
+
 /* ---- typed errors ---------------------------------------------------- */
 
 static int error_tostring(lua_State *L) {
@@ -300,6 +659,15 @@ static int error_tostring(lua_State *L) {
   return 1;
 }
 
+/* Push the metatable of error objects: made with the runtime, or here on
+** first use in a state that has none (a codec used without lash.core). */
+static void error_meta(lua_State *L) {
+  if (luaL_newmetatable(L, LASH_ERROR_MT)) {
+    lua_pushcfunction(L, error_tostring);
+    lua_setfield(L, -2, "__tostring");
+  }
+}
+
 void lash_error_push(lua_State *L, const char *kind, const char *message,
                      int retryable) {
   lua_createtable(L, 0, 4);
@@ -309,12 +677,7 @@ void lash_error_push(lua_State *L, const char *kind, const char *message,
   lua_setfield(L, -2, "message");
   lua_pushboolean(L, retryable);
   lua_setfield(L, -2, "retryable");
-  if (luaL_newmetatable(L, LASH_ERROR_MT)) {
-    lua_pushcfunction(L, error_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pushliteral(L, "lash.error");
-    lua_setfield(L, -2, "__name");
-  }
+  error_meta(L);
   lua_setmetatable(L, -2);
 }
 

@@ -58,6 +58,8 @@ struct lash_wait {
 /* The runtime of L (created by luaopen_lash_core). Raises if missing. */
 lash_runtime *lash_runtime_get(lua_State *L);
 lash_loop *lash_runtime_loop(lua_State *L);
+/* The runtime of L, or NULL if none is open (raises nothing). */
+lash_runtime *lash_runtime_find(lua_State *L);
 /* Create the runtime for L (idempotent) and return it. */
 lash_runtime *lash_runtime_open(lua_State *L);
 
@@ -89,10 +91,6 @@ int  lash_runtime_aborting(const lash_runtime *rt);
 #endif
 void lash_runtime_log(lash_runtime *rt, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-/* The heap budget of a state opened by lash_open (state.c): fills used and
-** limit (0 = none) and returns 1, or returns 0 for a foreign allocator. */
-int lash_memory_budget(lua_State *L, size_t *used, size_t *limit);
 
 /* ---- waits ---------------------------------------------------------- */
 

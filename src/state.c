@@ -3,10 +3,14 @@
 ** budgeted allocator (or a host's Lua state, attached), the standard
 ** libraries, lash's module paths, the preloaded C core, protected
 ** execution with tracebacks, frame-budgeted stepping, the host's fd, and
-** closing. Runs, tools and specs are in embed.c.
+** closing. Prefix lashS_ (state.h) beside lash.h's lash_*. Runs, tools
+** and specs are in embed.c, which sits above this file: it registers
+** hooks on the state (state.h) for lash_close to call, and nothing here
+** calls into it.
 */
 #include "lash_lua.h"
-#include "embed.h"
+#include "state.h"
+#include "budget.h"
 #include "lauxlib.h"
 #include "lualib.h"
 #include "lmodules.h"
@@ -45,36 +49,6 @@ static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     return NULL;
   }
   return realloc(ptr, nsize);
-}
-
-static void *budget_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  lash_budget *b = ud;
-  size_t old = ptr ? osize : 0;
-  void *np;
-  /* Growing past the budget fails like an out-of-memory; shrinking and
-  ** freeing always succeed, so Lua can always clean up. */
-  if (nsize > old && b->limit && b->used - old + nsize > b->limit) {
-    b->exceeded = 1;
-    return NULL;
-  }
-  np = b->base(b->base_ud, ptr, osize, nsize);
-  if (nsize == 0) {
-    b->used -= old;
-    return NULL;
-  }
-  if (!np) return NULL;
-  b->used = b->used - old + nsize;
-  return np;
-}
-
-int lash_memory_budget(lua_State *L, size_t *used, size_t *limit) {
-  void *ud = NULL;
-  lash_budget *b;
-  if (lua_getallocf(L, &ud) != budget_alloc) return 0;
-  b = ud;
-  *used = b->used;
-  *limit = b->limit;
-  return 1;
 }
 
 void lash_options_init(lash_Options *o) {
@@ -290,7 +264,6 @@ static lash_State *new_state(const lash_Options *opts) {
   if (!S) return NULL;
   S->log = opts->log;
   S->log_ud = opts->log_ud;
-  S->glue_ref = LUA_NOREF;
   S->gc_step = (size_t)1 << GC_DEFAULT_STEPSIZE;
   return S;
 }
@@ -344,7 +317,7 @@ lash_State *lash_open(const lash_Options *opts) {
   S->mem.base = opts->alloc ? opts->alloc : default_alloc;
   S->mem.base_ud = opts->alloc_ud;
   S->mem.limit = opts->memory_limit;
-  S->L = lua_newstate(budget_alloc, &S->mem);
+  S->L = lua_newstate(lash_budget_alloc, &S->mem);
   if (!S->L) {
     free(S);
     return NULL;
@@ -406,11 +379,19 @@ lash_State *lash_attach_release(lua_State *L, const lash_Options *opts,
 }
 
 static lash_runtime *runtime_of(lash_State *S) {
-  lash_runtime *rt;
-  lua_getfield(S->L, LUA_REGISTRYINDEX, "lash.runtime");
-  rt = lua_touserdata(S->L, -1);
-  lua_pop(S->L, 1);
-  return rt && rt->loop ? rt : NULL;
+  return lash_runtime_find(S->L);
+}
+
+/* What an upper unit keeps on S (embed.c's runs) lets go through the hooks
+** it registered; the state knows nothing else about it. */
+static void ext_shutdown(lash_State *S, int grace_ms) {
+  if (S->ext_hooks && S->ext_hooks->shutdown) S->ext_hooks->shutdown(S, grace_ms);
+}
+
+static void ext_release(lash_State *S) {
+  if (S->ext_hooks && S->ext_hooks->release) S->ext_hooks->release(S);
+  S->ext = NULL;
+  S->ext_hooks = NULL;
 }
 
 int lash_close(lash_State *S) {
@@ -428,7 +409,7 @@ int lash_close(lash_State *S) {
     if (S->attached) {
       /* Only what this API started is ours to stop; the host's own Lua
       ** tasks, and the runtime they use, live on in its state. */
-      lashE_shutdown(S, CLOSE_GRACE_MS);
+      ext_shutdown(S, CLOSE_GRACE_MS);
       lua_pushnil(S->L);
       lua_setfield(S->L, LUA_REGISTRYINDEX, ATTACHED_KEY);
       /* the runtime outlives S: it must not log through it any more */
@@ -442,12 +423,12 @@ int lash_close(lash_State *S) {
       ** sandboxes, closing toolsets) happens while the loop still works;
       ** runs record how they ended as they go. */
       if (rt && rt->ntasks > 0) lash_runtime_cancel_all(rt, CLOSE_GRACE_MS);
-      lashE_shutdown(S, 0);
+      ext_shutdown(S, 0);
       lua_close(S->L);
     }
   }
   S->L = NULL;
-  lashE_release(S);
+  ext_release(S);
   free(S);
   return LASH_OK;
 }

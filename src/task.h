@@ -1,6 +1,7 @@
 /*
-** task.h: internals shared by runtime.c (scheduler) and ltask.c (the Lua
-** face of tasks, futures and sleep). Not for bindings: they use runtime.h.
+** task.h: the scheduler's insides (runtime.c): tasks, futures, the ready
+** queue, for its Lua face (ltask.c) and the units that drive the runtime
+** (state.c, embed.c). Other bindings use runtime.h.
 */
 #ifndef lash_task_h
 #define lash_task_h
@@ -10,6 +11,7 @@
 #define LASH_ERROR_MT "lash.error"
 #define LASH_TASK_MT "lash.task"
 #define LASH_FUTURE_MT "lash.future"
+#define LASH_WAITER_MT "lash.future_waiter"
 
 
 enum {
@@ -43,8 +45,8 @@ struct lash_task {
   int joined;
   int nargs;              /* arguments waiting on co for the first resume */
   unsigned id;
-  void *budget;           /* lbudget.c: the budget.call it is inside, put
-                          ** in place only while it runs */
+  struct lash_code_budget *budget;  /* the budget.call it is inside (budget.h),
+                          ** put in place only while it runs */
 };
 
 struct lash_runtime {
@@ -67,6 +69,22 @@ static inline int lash_runtime_stuck(const lash_runtime *rt) {
   return !rt->ready_head && !lash_loop_alive(rt->loop);
 }
 
+/* Futures (runtime.c): a userdata whose uservalue 1 holds its values. */
+/* Push a new pending future. */
+lash_future *lash_future_new(lua_State *L);
+/* Settle the future at idx (state LASH_OUT_*) with the n values on top of
+** the stack, popping them, and wake its waiters. */
+void lash_future_settle(lua_State *L, int idx, int state, int n);
+/* Push a settled future's outcome: its values, or (raise) raise its error;
+** with raise == 0, pcall style: true, values... or false, err. */
+int  lash_future_push(lua_State *L, int idx, int raise);
+/* Wait until the future at fidx settles, then as lash_future_push. Use as
+** `return lash_future_wait(...)`. */
+int  lash_future_wait(lua_State *L, int fidx, int raise);
+
+/* Push a new task running the function at fidx with the nargs values
+** above it, queued to run. */
+lash_task *lash_task_spawn(lua_State *L, int fidx, int nargs);
 void lash_task_make_ready(lash_task *t);
 void lash_task_resume(lash_task *t, lua_State *from);
 /* One scheduler step: wait for I/O at most timeout_ms (not at all when
@@ -79,12 +97,5 @@ int  lash_is_error(lua_State *L, int idx, const char *kind);
 /* Cancel every live task and give them a bounded time to unwind. */
 void lash_runtime_cancel_all(lash_runtime *rt, int grace_ms);
 int  lash_task_cancel(lash_task *t);
-
-/* lbudget.c: a budget follows its task. enter/leave put b in place and
-** take it off (idempotent, raise nothing); suspend takes off whatever
-** budget is in place and returns it (NULL if none). */
-void  lash_budget_enter(lua_State *L, void *b);
-void  lash_budget_leave(lua_State *L, void *b);
-void *lash_budget_suspend(lua_State *L);
 
 #endif

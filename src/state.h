@@ -1,25 +1,25 @@
 /*
-** embed.h: internals shared by state.c (lash_State: open, attach, close,
-** protected calls, stepping) and embed.c (agent specs, host tools, runs,
-** approvals and events). Not part of the public API (that is lash.h).
+** state.h: lash_State, the state half of lash.h (state.c, prefix lashS_):
+** open, attach, close, protected calls, stepping. Not part of the public
+** API (that is lash.h). What the units above it (embed.c) keep on a state
+** they hang off ext and let go through the hooks they register: the state
+** never calls up into them.
 */
-#ifndef lash_embed_h
-#define lash_embed_h
+#ifndef lash_state_h
+#define lash_state_h
 
 #include "lash.h"
 #include "lua.h"
+#include "budget.h"
 
-/* The allocator's bookkeeping; lives in lash_State so the budget can be
-** checked and changed from C at any time. */
-typedef struct lash_budget {
-  lua_Alloc base;
-  void *base_ud;
-  size_t used;
-  size_t limit;          /* 0: none */
-  int exceeded;          /* set when a request was refused */
-} lash_budget;
-
-typedef struct lash_handle lash_handle;
+/* How lash_close lets an upper unit's data on the state go. shutdown runs
+** while the Lua state still works (grace_ms > 0: attached, let what it
+** started unwind that long); release runs after the Lua state is gone or
+** detached and frees ext. */
+typedef struct lashS_hooks {
+  void (*shutdown)(lash_State *S, int grace_ms);
+  void (*release)(lash_State *S);
+} lashS_hooks;
 
 struct lash_State {
   lua_State *L;          /* the main thread */
@@ -41,28 +41,16 @@ struct lash_State {
   int gc_paused;         /* a cycle ended and the next has not begun */
   double gc_ns_per_step; /* what one basic step costs, on average */
   size_t gc_step;        /* bytes of allocation one basic step pays for */
-  /* embed.c */
-  lash_EventFn on_event;
-  void *event_ud;
-  int glue_ref;          /* registry ref of the lash.embed instance, or LUA_NOREF */
-  lash_handle *handle;   /* what the glue's C functions see; cleared at close */
-  lash_Run *runs;        /* every run the host has not freed */
+  /* the embedding API's runs and glue (embed.c), NULL until first used */
+  void *ext;
+  const lashS_hooks *ext_hooks;
 };
 
-/* state.c */
 void lashS_seterr(lash_State *S, const char *fmt, ...);
 /* Is S usable by `who`? LASH_OK, or a status with lash_errmsg set. */
 int  lashS_check(lash_State *S, const char *who);
 /* lua_pcall with a traceback on S->L; a lash.error of kind "arg" becomes
 ** LASH_EARG with its message alone. Records the message in S->err. */
 int  lashS_pcall(lash_State *S, int nargs, int nres);
-
-/* embed.c */
-/* Cancel the runs started from C, and (attached) drive them until they
-** end or grace_ms pass; then cut the glue from the state. */
-void lashE_shutdown(lash_State *S, int grace_ms);
-/* After the Lua state is gone (or detached): settle every run the host
-** still holds (they stay readable until lash_run_free). */
-void lashE_release(lash_State *S);
 
 #endif
