@@ -136,8 +136,8 @@ describe("lash.output.truncate", function()
     assert.has_error(function() output.truncate("x", { already_truncated = 1 }) end,
       "bad argument #2 to 'truncate' (already_truncated must be a boolean)")
     assert.has_error(function() output.truncate("x", { max_byte = 10 }) end,
-      "bad argument #2 to 'truncate' (unknown option 'max_byte' (options: max_lines, "
-      .. "max_bytes, direction, already_truncated))")
+      "lash.output.truncate: unknown option 'max_byte' (known: max_lines, "
+      .. "max_bytes, direction, already_truncated)")
     assert.has_error(function() output.truncate(nil) end)
     assert.has_error(function() output.truncate("x", 5) end)
   end)

@@ -26,8 +26,10 @@
 #include "json.h"
 
 #define BUF_MT   "lash.json.buffer"
-#define BUF_KEY  "lash.json.buf"
-#define MEMO_KEY "lash.json.memo"
+/* registry keys, by address (lua-cjson's habit): nothing outside this
+** file can name them */
+static const char BUF_KEY = 0;    /* the state's spare output buffer */
+static const char MEMO_KEY = 0;   /* frozen table -> its canonical text (weak) */
 
 /* ---- the output buffer ---------------------------------------------------- */
 
@@ -49,9 +51,9 @@ static int buf_gc(lua_State *L) {
 ** own, and an error just leaves this one to the collector. */
 static jbuf *push_buf(lua_State *L) {
   jbuf *b;
-  if (lua_getfield(L, LUA_REGISTRYINDEX, BUF_KEY) == LUA_TUSERDATA) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &BUF_KEY) == LUA_TUSERDATA) {
     lua_pushnil(L);
-    lua_setfield(L, LUA_REGISTRYINDEX, BUF_KEY);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &BUF_KEY);
     return lua_touserdata(L, -1);
   }
   lua_pop(L, 1);
@@ -353,7 +355,7 @@ static void encode_value(enc *e, int idx, int depth) {
 }
 
 static void push_memo(lua_State *L) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, MEMO_KEY) == LUA_TTABLE) return;
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &MEMO_KEY) == LUA_TTABLE) return;
   lua_pop(L, 1);
   lua_newtable(L);
   lua_createtable(L, 0, 1);
@@ -361,7 +363,7 @@ static void push_memo(lua_State *L) {
   lua_setfield(L, -2, "__mode");
   lua_setmetatable(L, -2);
   lua_pushvalue(L, -1);
-  lua_setfield(L, LUA_REGISTRYINDEX, MEMO_KEY);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &MEMO_KEY);
 }
 
 void lash_json_push_array_mt(lua_State *L) {
@@ -387,7 +389,7 @@ void lash_json_encode(lua_State *L, int idx, int mode) {
   encode_value(&e, idx, 0);
   lua_pushlstring(L, e.b->p ? e.b->p : "", e.b->n);
   lua_pushvalue(L, base + 1);          /* the buffer goes back for reuse */
-  lua_setfield(L, LUA_REGISTRYINDEX, BUF_KEY);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &BUF_KEY);
   if (e.b->cap > (4u << 20)) {   /* do not keep a huge buffer around */
     free(e.b->p);
     e.b->p = NULL;

@@ -11,6 +11,7 @@
 **   c:close(), l:close()  idempotent (also __gc / __close)
 */
 #include "runtime.h"
+#include "laux.h"
 #include "modules.h"
 
 #include <arpa/inet.h>
@@ -96,14 +97,19 @@ static int arm(lua_State *L, sock *s, unsigned events, lua_KFunction k) {
 static int l_listen(lua_State *L) {
   struct sockaddr_in sa;
   const char *host;
-  lua_Integer port;
+  static const char *const options[] = {"host", "port", "backlog", NULL};
+  lua_Integer port, backlog;
   int fd, one = 1;
   luaL_checktype(L, 1, LUA_TTABLE);
+  lashA_checkoptions(L, 1, "lash.net.listen", options);
   lua_getfield(L, 1, "host");
   host = luaL_optstring(L, -1, "127.0.0.1");
   lua_getfield(L, 1, "port");
   port = luaL_optinteger(L, -1, 0);
   luaL_argcheck(L, port >= 0 && port <= 65535, 1, "port must be 0-65535");
+  lua_getfield(L, 1, "backlog");
+  backlog = luaL_optinteger(L, -1, 64);
+  luaL_argcheck(L, backlog >= 1 && backlog <= 65535, 1, "backlog must be 1-65535");
   memset(&sa, 0, sizeof sa);
   sa.sin_family = AF_INET;
   sa.sin_port = htons((uint16_t)port);
@@ -112,7 +118,7 @@ static int l_listen(lua_State *L) {
   fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return lash_error_raise(L, "io", "socket: %s", strerror(errno));
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 64) != 0) {
+  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, (int)backlog) != 0) {
     int e = errno;
     close(fd);
     return lash_error_raise(L, "io", "cannot listen on %s:%d: %s%s", host, (int)port, strerror(e),

@@ -1,13 +1,15 @@
 /*
 ** loutput.c: the Lua binding of output.c, the table that becomes
 ** lash.output: the tail ring ("lash.ring" userdata), truncation with the
-** harness's markers, the size format and UTF-8 repair.
+** harness's markers, the size format and UTF-8 repair. Prefix:
+** lash_open_output, the rest static (l_*).
 */
 #include <string.h>
 
 #include "lua.h"
 #include "lauxlib.h"
 
+#include "laux.h"
 #include "modules.h"
 #include "output.h"
 
@@ -140,27 +142,15 @@ static size_t opt_cap(lua_State *L, int arg, const char *name) {
 
 /* Read the options table at `arg` into o. Unknown keys raise: a misspelt
 ** cap would otherwise silently mean "no cap". */
-static void check_trunc_opts(lua_State *L, int arg, lash_trunc_opts *o) {
+static void check_trunc_opts(lua_State *L, int arg, const char *who,
+                             lash_trunc_opts *o) {
   o->max_lines = LASH_NOLIMIT;
   o->max_bytes = LASH_NOLIMIT;
   o->direction = LASH_TRUNC_TAIL;
   o->already_truncated = 0;
   if (lua_isnoneornil(L, arg)) return;
   luaL_checktype(L, arg, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, arg)) {
-    int i, known = 0;
-    if (lua_type(L, -2) == LUA_TSTRING) {
-      const char *k = lua_tostring(L, -2);
-      for (i = 0; trunc_keys[i]; i++) known |= strcmp(k, trunc_keys[i]) == 0;
-      if (!known)
-        luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s' (options: "
-                      "max_lines, max_bytes, direction, already_truncated)", k));
-    } else {
-      luaL_argerror(L, arg, "option keys must be strings");
-    }
-    lua_pop(L, 1);
-  }
+  lashA_checkoptions(L, arg, who, trunc_keys);
   o->max_lines = opt_cap(L, arg, "max_lines");
   o->max_bytes = opt_cap(L, arg, "max_bytes");
   if (lua_getfield(L, arg, "direction") != LUA_TNIL) {
@@ -185,10 +175,11 @@ static void push_shaped(lua_State *L, const char *text, const lash_trunc *t) {
 }
 
 /* truncate and truncate_info: (text, opts) -> the cut of text. */
-static const char *truncate_args(lua_State *L, size_t *len, lash_trunc *t) {
+static const char *truncate_args(lua_State *L, const char *who, size_t *len,
+                                 lash_trunc *t) {
   const char *text = luaL_checklstring(L, 1, len);
   lash_trunc_opts o;
-  check_trunc_opts(L, 2, &o);
+  check_trunc_opts(L, 2, who, &o);
   lash_truncate(text, *len, &o, t);
   return text;
 }
@@ -206,7 +197,7 @@ static const char *truncate_args(lua_State *L, size_t *len, lash_trunc *t) {
 static int l_truncate(lua_State *L) {
   size_t len;
   lash_trunc t;
-  const char *text = truncate_args(L, &len, &t);
+  const char *text = truncate_args(L, "lash.output.truncate", &len, &t);
   if (!t.marked && t.body_off == 0 && t.body_len == len) lua_pushvalue(L, 1);
   else push_shaped(L, text, &t);
   lua_pushboolean(L, t.marked);
@@ -222,7 +213,7 @@ static int l_truncate(lua_State *L) {
 static int l_truncate_info(lua_State *L) {
   size_t len;
   lash_trunc t;
-  const char *text = truncate_args(L, &len, &t);
+  const char *text = truncate_args(L, "lash.output.truncate_info", &len, &t);
   lua_createtable(L, 0, 6);
   lua_pushlstring(L, text + t.body_off, t.body_len);
   lua_setfield(L, -2, "body");

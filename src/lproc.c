@@ -21,6 +21,7 @@
 ** but the three pipes. One reader per stream and one writer at a time.
 */
 #include "runtime.h"
+#include "laux.h"
 #include "modules.h"
 #include "proc.h"
 
@@ -195,15 +196,10 @@ static int l_spawn(lua_State *L) {
   ssize_t r;
   pid_t pid;
   proc *p;
+  static const char *const options[] = {"argv", "env", "cwd", "stdin", "stderr",
+                                         NULL};
   luaL_checktype(L, 1, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, 1)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-    if (strcmp(k, "argv") && strcmp(k, "env") && strcmp(k, "cwd") && strcmp(k, "stderr") &&
-        strcmp(k, "stdin"))
-      luaL_error(L, "lash.proc.spawn: unknown option '%s' (argv, env, cwd, stdin, stderr)", k);
-    lua_pop(L, 1);
-  }
+  lashA_checkoptions(L, 1, "lash.proc.spawn", options);
   if (lua_getfield(L, 1, "argv") != LUA_TTABLE)
     return luaL_error(L, "lash.proc.spawn: 'argv' must be a list of strings");
   argv = string_list(L, lua_gettop(L), "argv", &argc);

@@ -18,6 +18,7 @@
 */
 #include "lua.h"
 #include "lauxlib.h"
+#include "laux.h"
 #include "modules.h"
 
 #include <sqlite3.h>
@@ -91,8 +92,10 @@ static lstmt *check_stmt(lua_State *L, int idx) {
 static int l_open(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   int busy = 5000, readonly = 0, wal = 1;
+  static const char *const options[] = {"busy_timeout", "readonly", "wal", NULL};
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
+    lashA_checkoptions(L, 2, "lash.sqlite.open", options);
     if (lua_getfield(L, 2, "busy_timeout") != LUA_TNIL) {
       lua_Integer ms = luaL_checkinteger(L, -1);
       luaL_argcheck(L, ms >= 0 && ms <= 3600000, 2, "busy_timeout must be 0..3600000 ms");

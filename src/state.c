@@ -30,7 +30,7 @@
 /* How long lash_close lets cancelled tasks unwind (sandbox teardown). */
 #define CLOSE_GRACE_MS 35000
 
-#define ATTACHED_KEY "lash.attached"   /* registry: set while attached */
+static const char ATTACHED_KEY = 0;   /* registry: set while attached */
 
 /* The frame-budgeted collector (see gc_pay). */
 #define GC_STEPSIZE 9           /* log2 bytes: basic steps of ~0.1 ms */
@@ -249,7 +249,7 @@ static int setup(lua_State *L) {
   lua_call(L, 1, 0);
   if (a->attach) {
     lua_pushboolean(L, 1);
-    lua_setfield(L, LUA_REGISTRYINDEX, ATTACHED_KEY);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &ATTACHED_KEY);
   }
   return 0;
 }
@@ -365,7 +365,7 @@ lash_State *lash_attach_release(lua_State *L, const lash_Options *opts,
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   S->L = lua_tothread(L, -1);
   lua_pop(L, 1);
-  if (lua_getfield(S->L, LUA_REGISTRYINDEX, ATTACHED_KEY) != LUA_TNIL) {
+  if (lua_rawgetp(S->L, LUA_REGISTRYINDEX, &ATTACHED_KEY) != LUA_TNIL) {
     lua_pop(S->L, 1);
     set_err(S, "lash_attach: this Lua state is attached already (lash_close the "
                "other lash_State first)");
@@ -411,7 +411,7 @@ int lash_close(lash_State *S) {
       ** tasks, and the runtime they use, live on in its state. */
       ext_shutdown(S, CLOSE_GRACE_MS);
       lua_pushnil(S->L);
-      lua_setfield(S->L, LUA_REGISTRYINDEX, ATTACHED_KEY);
+      lua_rawsetp(S->L, LUA_REGISTRYINDEX, &ATTACHED_KEY);
       /* the runtime outlives S: it must not log through it any more */
       if (rt && rt->log == forward_log && rt->log_ud == S) {
         rt->log = S->prev_log;

@@ -25,6 +25,7 @@
 */
 #include "lua.h"
 #include "lauxlib.h"
+#include "laux.h"
 #include "modules.h"
 
 #include <errno.h>
@@ -360,8 +361,10 @@ static int l_decode(lua_State *L) {
   int st;
   lua_Integer depth = DEFAULT_DEPTH, nodes = DEFAULT_NODES;
   luaL_checkstring(L, 1);
+  static const char *const options[] = {"max_depth", "max_nodes", "null", NULL};
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
+    lashA_checkoptions(L, 2, "lash.yaml.decode", options);
     if (lua_getfield(L, 2, "max_depth") != LUA_TNIL) depth = luaL_checkinteger(L, -1);
     if (lua_getfield(L, 2, "max_nodes") != LUA_TNIL) nodes = luaL_checkinteger(L, -1);
     luaL_argcheck(L, depth >= 1 && depth <= 10000, 2, "max_depth must be 1..10000");
