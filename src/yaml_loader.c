@@ -1,9 +1,7 @@
 /*
-** yaml.c: lash.core.yaml, a YAML loader over libyaml's event parser that
-** builds Lua values under budgets, for text lash does not trust:
-**
-**   value = yaml.decode(text [, {max_depth=, max_nodes=, null=}])
-**   nil, message = yaml.decode(bad)
+** yaml_loader.c: the YAML loader (prefix lash_yaml_, yaml_loader.h):
+** libyaml's event parser building Lua values under budgets, for text lash
+** does not trust. Its Lua face is lyaml.c (lash.core.yaml.decode).
 **
 ** - Nesting deeper than max_depth (default 100) is refused as soon as the
 **   parser reaches it, so deep input costs no more than its size.
@@ -23,20 +21,16 @@
 **   through as one. Every other failure returns nil and a message with the
 **   line and column.
 */
-#include "lua.h"
+#include "yaml_loader.h"
 #include "lauxlib.h"
-#include "laux.h"
-#include "modules.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
+#include <yaml.h>    /* libyaml */
 
 #define YAML_MT "lash.yaml.parser"
-#define DEFAULT_DEPTH 100
-#define DEFAULT_NODES 1000000
 
 /* The parser lives in a userdata so that an error anywhere (a memory error
 ** from Lua, a refusal of ours) still frees it, through __gc. */
@@ -348,69 +342,47 @@ static int decode_inner(lua_State *L) {
   return 1;
 }
 
-/*** Decode one YAML document.
-@function decode
-@tparam string text
-@tparam[opt] table opts `max_depth` (100), `max_nodes` (1e6, aliases
-  counted by what they repeat), `null` (the value for null; yaml.null)
-@return the value
-@treturn[2] nil
-@treturn[2] string message with line and column */
-static int l_decode(lua_State *L) {
+/* The parser's metatable (its __gc frees libyaml's state), once per state. */
+static void parser_meta(lua_State *L) {
+  if (luaL_newmetatable(L, YAML_MT)) {
+    lua_pushcfunction(L, ydec_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+}
+
+void lash_yaml_open(lua_State *L) {
+  parser_meta(L);
+  lua_pop(L, 1);
+}
+
+int lash_yaml_decode(lua_State *L, int text_idx, int null_idx, int max_depth,
+                     long long max_nodes) {
   ydec *y;
   int st;
-  lua_Integer depth = DEFAULT_DEPTH, nodes = DEFAULT_NODES;
-  luaL_checkstring(L, 1);
-  static const char *const options[] = {"max_depth", "max_nodes", "null", NULL};
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    lashA_checkoptions(L, 2, "lash.yaml.decode", options);
-    if (lua_getfield(L, 2, "max_depth") != LUA_TNIL) depth = luaL_checkinteger(L, -1);
-    if (lua_getfield(L, 2, "max_nodes") != LUA_TNIL) nodes = luaL_checkinteger(L, -1);
-    luaL_argcheck(L, depth >= 1 && depth <= 10000, 2, "max_depth must be 1..10000");
-    luaL_argcheck(L, nodes >= 1, 2, "max_nodes must be >= 1");
-    lua_getfield(L, 2, "null");
-  } else {
-    lua_pushnil(L);
-  }
-  if (lua_isnil(L, -1)) {
-    lua_pop(L, 1);
-    lua_pushlightuserdata(L, NULL);
-  }
+  text_idx = lua_absindex(L, text_idx);
+  null_idx = lua_absindex(L, null_idx);
   y = lua_newuserdatauv(L, sizeof *y, 0);
   memset(y, 0, sizeof *y);
-  luaL_setmetatable(L, YAML_MT);
-  if (!yaml_parser_initialize(&y->parser)) return luaL_error(L, "yaml.decode: cannot initialise libyaml");
+  parser_meta(L);     /* made by lash_yaml_open already, unless nobody did */
+  lua_setmetatable(L, -2);
+  if (!yaml_parser_initialize(&y->parser))
+    return luaL_error(L, "yaml.decode: cannot initialise libyaml");
   y->parser_ok = 1;
-  y->max_depth = (int)depth;
-  y->max_nodes = nodes;
+  y->max_depth = max_depth;
+  y->max_nodes = max_nodes;
   /* inner(ud, text, null) */
   lua_pushcfunction(L, decode_inner);
   lua_pushvalue(L, -2);
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, -5);
+  lua_pushvalue(L, text_idx);
+  lua_pushvalue(L, null_idx);
   st = lua_pcall(L, 3, 1, 0);
   drop_event(y);
   yaml_parser_delete(&y->parser);
   y->parser_ok = 0;
+  lua_remove(L, -2);                 /* the parser */
   if (st == LUA_OK) return 1;
   if (st == LUA_ERRMEM) return lua_error(L);
   lua_pushnil(L);
   lua_insert(L, -2);
   return 2;
-}
-
-int lash_open_yaml(lua_State *L) {
-  static const luaL_Reg funcs[] = {{"decode", l_decode}, {NULL, NULL}};
-  if (luaL_newmetatable(L, YAML_MT)) {
-    lua_pushcfunction(L, ydec_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushliteral(L, "lash.yaml.parser");
-    lua_setfield(L, -2, "__name");
-  }
-  lua_pop(L, 1);
-  luaL_newlib(L, funcs);
-  lua_pushlightuserdata(L, NULL);
-  lua_setfield(L, -2, "null");
-  return 1;
 }
