@@ -1,7 +1,8 @@
 /*
-** core.c: luaopen_lash_core, the entry point of the C module. It opens
+** lcore.c: luaopen_lash_core, the entry point of the C module. It opens
 ** the runtime for this state and gathers the submodules of modules.h into
 ** one table: require("lash.core").task, .output, .http, .sandbox, ...
+** Its one non-static function is luaopen_lash_core.
 */
 #include "lua.h"
 #include "lauxlib.h"
