@@ -14,6 +14,7 @@
 ** not escaped; control characters and DEL are written \uXXXX except
 ** \b \f \n \r \t; integers are written exactly, floats with 14
 ** significant digits; NaN and infinities are refused.
+** Prefix lash_json_ (json.h); the Lua face is ljson.c.
 */
 #include <math.h>
 #include <stdio.h>

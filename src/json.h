@@ -4,6 +4,7 @@
 ** table with it encodes as an array even when empty), spells null as a
 ** NULL light userdata (lua-cjson's spelling), and writes canonical text
 ** (object keys sorted bytewise) that stays byte-identical across processes.
+** Prefix lash_json_; the Lua face is ljson.c.
 */
 #ifndef lash_json_h
 #define lash_json_h

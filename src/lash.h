@@ -38,6 +38,8 @@
 ** Ownership: the host frees what it creates: lash_close(S) for a state,
 ** lash_run_free(run) for each run (before or after lash_close). A
 ** lash_Call is owned by its run and valid until lash_run_free.
+** Prefix lash_ / LASH_ (defined in state.c: the state half; embed.c: the
+** agent half).
 */
 #ifndef lash_h
 #define lash_h

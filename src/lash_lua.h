@@ -3,6 +3,7 @@
 ** that bring their own Lua 5.4 (built against its lua.h). Every other
 ** host includes only lash.h, which needs nothing but the C standard
 ** headers.
+** Prefix lash_ (the public API; defined in state.c).
 */
 #ifndef lash_lua_h
 #define lash_lua_h

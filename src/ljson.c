@@ -2,6 +2,7 @@
 ** ljson.c: the Lua binding of json.c, the table behind lash.json
 ** (lua/lash/json.lua): encode, encode_canonical, decode, freeze, null and
 ** array_mt.
+** Prefix: lash_open_json, the rest static (l_*).
 */
 #include "lua.h"
 #include "lauxlib.h"

@@ -9,6 +9,7 @@
 **   c:read()            the next chunk, nil at end of file
 **   c:write(s)          waits until every byte is written
 **   c:close(), l:close()  idempotent (also __gc / __close)
+** Prefix: lash_open_net, the rest static (l_*).
 */
 #include "runtime.h"
 #include "laux.h"

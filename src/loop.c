@@ -2,6 +2,9 @@
 ** loop.c: the event loop. epoll for descriptors, a binary min-heap for
 ** timers, pidfds for child processes and libcurl's multi socket interface
 ** wired onto both. Single-threaded; everything hangs off struct lash_loop.
+** Prefix lash_ by watcher (loop.h): lash_loop_, lash_io_, lash_timer_,
+** lash_child_, lash_signal_, lash_curl_, and the clocks lash_now_ns and
+** lash_wall_now. No Lua.
 */
 #include "loop.h"
 

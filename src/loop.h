@@ -5,6 +5,8 @@
 ** interface. No threads. Every watcher is a struct the caller embeds in its
 ** own object; the loop never allocates on behalf of a watcher, so the owner
 ** of the object is the owner of the watcher.
+** Prefix lash_ by watcher: lash_loop_, lash_io_, lash_timer_, lash_child_,
+** lash_signal_, lash_curl_; the clocks lash_now_ns, lash_wall_now.
 */
 #ifndef lash_loop_h
 #define lash_loop_h

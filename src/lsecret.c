@@ -20,6 +20,7 @@
 **                                  refused, not used)
 **
 ** SHA-256 follows FIPS 180-4, P-256 and ECDSA FIPS 186-4.
+** Prefix: lash_open_secret, the rest static (l_*).
 */
 #include "lua.h"
 #include "lauxlib.h"

@@ -15,6 +15,7 @@
 ** primary result name in lower case ("busy", "corrupt", "notadb",
 ** "readonly", "constraint", ...), so callers can say what to do.
 ** Misuse (a closed handle, a bad argument) raises.
+** Prefix: lash_open_sqlite, the rest static (l_*).
 */
 #include "lua.h"
 #include "lauxlib.h"

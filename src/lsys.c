@@ -2,6 +2,7 @@
 ** lsys.c: lash.sys, the few facts about the process that the standard
 ** library cannot tell Lua (is a descriptor a terminal? what is the heap's
 ** budget?).
+** Prefix: lash_open_sys, the rest static (l_*).
 */
 #include "lua.h"
 #include "lauxlib.h"

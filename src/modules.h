@@ -2,6 +2,7 @@
 ** modules.h: the C submodules that make up `lash.core`. Each entry NAME
 ** names a function `int lash_open_NAME(lua_State *L)` that pushes one table;
 ** luaopen_lash_core stores it as core.NAME. Add a line when a binding lands.
+** Prefix: lash_open_NAME, one per binding (the l*.c files).
 */
 #ifndef lash_modules_h
 #define lash_modules_h

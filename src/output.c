@@ -2,6 +2,8 @@
 ** output.c: output shaping (see output.h): the tail ring, line/byte
 ** truncation with the harness's exact markers, the size format, and UTF-8
 ** validation and repair. Pure C; the Lua binding is loutput.c.
+** Prefixes lash_ring_, lash_trunc_/lash_truncate, lash_utf8_,
+** lash_format_size (output.h).
 */
 #include "output.h"
 

@@ -7,6 +7,8 @@
 **   - UTF-8 validation and repair.
 ** The rules are those of shared/reference/harness-reference.md sections
 ** 4.1-4.2, with the ring cutting forward to a character boundary (its 13.3).
+** Prefixes lash_ring_, lash_trunc_/lash_truncate, lash_utf8_,
+** lash_format_size.
 */
 #ifndef lash_output_h
 #define lash_output_h

@@ -1,10 +1,13 @@
 /*
 ** runtime.c: the per-lua_State runtime: the loop, the task scheduler
-** (tasks are coroutines resumed when the wait they yielded on is done),
-** the in-place driver for waits made outside a task, and typed errors.
+** (tasks are coroutines resumed when the wait they yielded on is done, and
+** the futures that carry their results), the in-place driver for waits
+** made outside a task, and typed errors. Its Lua face is ltask.c.
 ** The runtime is a userdata anchored in the registry; it is the first
 ** finalizable object lash creates, so Lua finalizes it last and every op
 ** that still holds loop resources can release them first.
+** Prefix lash_ by concern (runtime.h, task.h): lash_runtime_, lash_task_,
+** lash_wait_, lash_future_, lash_error_ (and lash_is_error).
 */
 #include "runtime.h"
 #include "task.h"

@@ -33,6 +33,8 @@
 ** waiting thread's stack (that is what anchors it) and give it a __gc that
 ** stops its I/O, because a state closed with tasks in flight collects ops
 ** that never completed.
+** Prefix lash_ by concern: lash_runtime_, lash_task_, lash_wait_,
+** lash_error_ (runtime.c).
 */
 #ifndef lash_runtime_h
 #define lash_runtime_h

@@ -2,6 +2,7 @@
 ** task.h: the scheduler's insides (runtime.c): tasks, futures, the ready
 ** queue, for its Lua face (ltask.c) and the units that drive the runtime
 ** (state.c, embed.c). Other bindings use runtime.h.
+** Prefixes lash_task_, lash_future_, lash_runtime_ (runtime.c).
 */
 #ifndef lash_task_h
 #define lash_task_h
