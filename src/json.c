@@ -660,3 +660,33 @@ void lash_json_decode(lua_State *L, const char *s, size_t len) {
   lua_replace(L, base + 1);
   lua_settop(L, base + 1);
 }
+
+/* ---- protected calls, for C that must not raise ---------------------------- */
+
+static int p_encode(lua_State *L) {
+  int mode = (int)lua_tointeger(L, 2);
+  lua_settop(L, 1);
+  lash_json_encode(L, 1, mode);
+  return 1;
+}
+
+static int p_decode(lua_State *L) {
+  size_t len;
+  const char *s = lua_tolstring(L, 1, &len);
+  lash_json_decode(L, s, len);
+  return 1;
+}
+
+int lash_json_pencode(lua_State *L, int idx, int mode) {
+  idx = lua_absindex(L, idx);
+  lua_pushcfunction(L, p_encode);
+  lua_pushvalue(L, idx);
+  lua_pushinteger(L, mode);
+  return lua_pcall(L, 2, 1, 0);
+}
+
+int lash_json_pdecode(lua_State *L, const char *s, size_t len) {
+  lua_pushcfunction(L, p_decode);
+  lua_pushlstring(L, s, len);
+  return lua_pcall(L, 1, 1, 0);
+}

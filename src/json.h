@@ -32,6 +32,13 @@ void lash_json_decode(lua_State *L, const char *s, size_t len);
 ** neither it nor anything it holds changes afterwards. */
 void lash_json_freeze(lua_State *L, int idx);
 
+/* The same, protected: push the text (encode) or the value (decode) and
+** return LUA_OK, or push the error message and return its status
+** (LUA_ERRMEM for a memory error). For C that must not raise midway (a
+** sandbox writing its metadata, a backend reading a reply). */
+int lash_json_pencode(lua_State *L, int idx, int mode);
+int lash_json_pdecode(lua_State *L, const char *s, size_t len);
+
 /* Push the array metatable (made once per state). */
 void lash_json_push_array_mt(lua_State *L);
 
