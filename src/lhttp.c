@@ -15,9 +15,9 @@
 
 #include "http.h"
 #include "laux.h"
+#include "lsse.h"
 #include "modules.h"
 #include "runtime.h"
-#include "sse.h"
 
 #define HTTP_CTX_MT "lash.http.ctx"          /* its metatable */
 #define HTTP_OP_MT "lash.http.request"
