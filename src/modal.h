@@ -145,6 +145,9 @@ int  modal_rpc_start(modal_rpc *r, const pb_msgdesc *req_desc, const void *req);
 void modal_rpc_cancel(modal_rpc *r);
 /* Free results of a finished call (the arena); r may be started again. */
 void modal_rpc_clear(modal_rpc *r);
+/* The server-directed delay of a failed call (seconds; < 0: none): Modal's
+** RPCRetryPolicy or google.rpc.RetryInfo from the status details. */
+double modal_rpc_retry_after(const grpc_status *st);
 /* 1 if code is one of Modal's transient codes. */
 int  modal_code_transient(int code);
 

@@ -405,6 +405,28 @@ static void fail(modal_rpc *r, int code, const char *msg, double retry_after,
   finish(r, code, msg, transport);
 }
 
+/* The server's retry hint: Modal's own modal.client.RPCRetryPolicy, or the
+** standard google.rpc.RetryInfo; the last one in the details wins. */
+double modal_rpc_retry_after(const grpc_status *st) {
+  double ra = -1, secs;
+  for (size_t i = 0; i < st->ndetails; i++) {
+    const grpc_any *d = &st->details[i];
+    if (grpc_any_is(d, "modal.client.RPCRetryPolicy")) {
+      modal_RPCRetryPolicy pol;
+      pb_err e;
+      pb_arena *a = pb_arena_new();
+      if (a && pb_decode(&modal_RPCRetryPolicy_desc, &pol, (const uint8_t *)d->value.p,
+                         d->value.n, a, &e) == 0 &&
+          isfinite(pol.retry_after_secs) && pol.retry_after_secs >= 0)
+        ra = pol.retry_after_secs;
+      pb_arena_free(a);
+    } else if (grpc_retry_info(d, &secs) == 0) {
+      ra = secs;
+    }
+  }
+  return ra;
+}
+
 static void on_done(void *ud, const grpc_status *st) {
   modal_rpc *r = ud;
   r->call = NULL;
@@ -419,7 +441,7 @@ static void on_done(void *ud, const grpc_status *st) {
   }
   if (r->arena) { pb_arena_free(r->arena); r->arena = NULL; }
   r->resp = NULL;
-  fail(r, st->code, st->message, st->retry_after, st->transport);
+  fail(r, st->code, st->message, modal_rpc_retry_after(st), st->transport);
 }
 
 static void attempt(modal_rpc *r) {
