@@ -1,11 +1,12 @@
 /*
-** grpc.c: gRPC over libcurl HTTP/2 on lash's loop (see grpc.h). This file
-** owns channels (a target URL, TLS settings, a pool of easy handles and a
-** TLS-session share), calls (request framing, header/trailer parsing,
-** message reassembly, status mapping) and the parsing of
-** grpc-status-details-bin (google.rpc.Status, its google.rpc.RetryInfo
-** retry hint). Nothing here knows a service: a server's own details reach
-** the caller as type URL and bytes (Modal's retry policy: modal_rpc.c).
+** grpc.c: gRPC over libcurl HTTP/2 on lash's loop (see grpc.h; prefix
+** grpc_). This file owns channels (a target URL, TLS settings, a pool of
+** easy handles and a TLS-session share), calls (request framing,
+** header/trailer parsing, message reassembly, status mapping) and the
+** parsing of grpc-status-details-bin (google.rpc.Status, its
+** google.rpc.RetryInfo retry hint). Nothing here knows a service: a
+** server's own details reach the caller as type URL and bytes (Modal's
+** retry policy: modal_rpc.c).
 */
 #include "grpc.h"
 

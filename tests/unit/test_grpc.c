@@ -17,7 +17,7 @@
 
 #include "grpc.h"
 #include "loop.h"
-#include "modal.h"
+#include "modal_rpc.h"
 #include "modal_msgs.h"
 #include "modal_fake.h"
 #include "t.h"
