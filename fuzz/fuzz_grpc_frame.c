@@ -5,11 +5,12 @@
 **     the messages (and the same error, and the same leftover) as a naive
 **     parse of the whole body written here from the framing rule
 **     (1 flag byte, 4-byte big-endian length, payload);
-**   - grpc-status-details-bin parsing never reports a negative or
-**     non-finite retry delay; percent-decoding stays within its buffer.
+**   - grpc-status-details-bin parsing (google.rpc.Status) never reports a
+**     negative or non-finite RetryInfo delay, its message is valid UTF-8;
+**     percent-decoding stays within its buffer.
 ** Input: byte 0 = limit selector, byte 1 = chunking seed, then the body.
 */
-// fuzz-sources: src/grpc.c src/pb.c src/modal_msgs.c src/loop.c
+// fuzz-sources: src/grpc.c src/pb.c src/loop.c
 // fuzz-flags: -I/usr/include/x86_64-linux-gnu -lcurl
 #include <math.h>
 #include <stdint.h>
@@ -89,11 +90,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   grpc_reader_free(&r);
 
   /* status details and grpc-message on the same bytes */
-  double ra = -1;
-  char msg[64];
-  (void)grpc_parse_details((const char *)body, n, &ra, msg, sizeof msg);
-  CHECK(ra == -1 || (isfinite(ra) && ra >= 0), "retry delay is sane");
-  CHECK(strlen(msg) < sizeof msg, "status message fits");
+  pb_arena *a = pb_arena_new();
+  grpc_details det;
+  if (!a) return 0;
+  if (grpc_parse_details((const char *)body, n, a, &det) == 0) {
+    CHECK(pb_utf8_valid(det.message.p, det.message.n), "status message is UTF-8");
+    for (size_t i = 0; i < det.details_n; i++) {
+      double ra = -1;
+      if (grpc_retry_info(&det.details[i], &ra) == 0)
+        CHECK(isfinite(ra) && ra >= 0, "retry delay is sane");
+      else
+        CHECK(ra == -1, "no delay without a RetryInfo");
+    }
+  } else {
+    CHECK(det.details_n == 0 && det.details == NULL, "a refused input leaves nothing");
+  }
+  pb_arena_free(a);
   char out[32];
   grpc_percent_decode((const char *)body, n, out, sizeof out);
   CHECK(strlen(out) < sizeof out, "percent-decoding fits");

@@ -108,7 +108,7 @@ describe("lash.http.sse_parser", function()
     assert.has_error(function() sse_parser({ max_line = 0 }) end,
       "bad argument #1 to 'sse_parser' (max_line must be a positive integer (bytes), got 0)")
     assert.has_error(function() sse_parser({ maxline = 5 }) end,
-      "bad argument #1 to 'sse_parser' (unknown option 'maxline' (options: max_line, max_event))")
+      "lash.http.sse_parser: unknown option 'maxline' (known: max_line, max_event)")
     assert.has_error(function() sse_parser(5) end)
   end)
 

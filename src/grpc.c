@@ -1,10 +1,12 @@
 /*
-** grpc.c: gRPC over libcurl HTTP/2 on lash's loop (see grpc.h). This file
-** owns channels (a target URL, TLS settings, a pool of easy handles and a
-** TLS-session share), calls (request framing, header/trailer parsing,
-** message reassembly, status mapping) and the parsing of
-** grpc-status-details-bin for retry hints (modal.client.RPCRetryPolicy and
-** google.rpc.RetryInfo).
+** grpc.c: gRPC over libcurl HTTP/2 on lash's loop (see grpc.h; prefix
+** grpc_). This file owns channels (a target URL, TLS settings, a pool of
+** easy handles and a TLS-session share), calls (request framing,
+** header/trailer parsing, message reassembly, status mapping) and the
+** parsing of grpc-status-details-bin (google.rpc.Status, its
+** google.rpc.RetryInfo retry hint). Nothing here knows a service: a
+** server's own details reach the caller as type URL and bytes (Modal's
+** retry policy: modal_rpc.c).
 */
 #include "grpc.h"
 
@@ -16,8 +18,6 @@
 #include <strings.h>
 
 #include <curl/curl.h>
-
-#include "modal_msgs.h"
 
 #ifndef LASH_VERSION
 #define LASH_VERSION "0.0.0"
@@ -184,47 +184,61 @@ static const pb_field retry_info_f[] = {
 static const pb_msgdesc retry_info_desc =
   PB_DESC(retry_info, "google.rpc.RetryInfo", retry_info_f, 0);
 
-static int ends_with(const pb_str *s, const char *suffix) {
-  size_t k = strlen(suffix);
-  return s->n >= k && memcmp(s->p + s->n - k, suffix, k) == 0;
+/* google.protobuf.Any { string type_url = 1; bytes value = 2; } and
+** google.rpc.Status { int32 code = 1; string message = 2;
+**                     repeated google.protobuf.Any details = 3; } */
+static const pb_field any_f[] = {
+  PB_F(grpc_any, 1, type_url, PB_STRING),
+  PB_F(grpc_any, 2, value, PB_BYTES),
+};
+static const pb_msgdesc any_desc = PB_DESC(grpc_any, "google.protobuf.Any", any_f, 0);
+static const pb_field details_f[] = {
+  PB_F(grpc_details, 1, code, PB_INT32),
+  PB_F(grpc_details, 2, message, PB_STRING),
+  PB_REPMSG(grpc_details, 3, details, &any_desc),
+};
+static const pb_msgdesc details_desc =
+  PB_DESC(grpc_details, "google.rpc.Status", details_f, 0);
+
+int grpc_any_is(const grpc_any *d, const char *type) {
+  size_t k = strlen(type);
+  const pb_str *s = &d->type_url;
+  return s->n > k && s->p[s->n - k - 1] == '/' &&
+         memcmp(s->p + s->n - k, type, k) == 0;
 }
 
-int grpc_parse_details(const char *b64, size_t n, double *retry_after,
-                       char *msg, size_t msglen) {
-  int rc = -1;
-  if (msglen) msg[0] = 0;
-  if (n > MAX_DETAILS_B64) return -1;
-  uint8_t *raw = malloc(n / 4 * 3 + 4);
-  pb_arena *a = pb_arena_new();
-  if (!raw || !a) goto out;
-  long len = grpc_b64_decode(b64, n, raw);
-  if (len < 0) goto out;
-  modal_RPCStatus st;
+int grpc_retry_info(const grpc_any *d, double *secs) {
+  retry_info ri;
   pb_err err;
-  if (pb_decode(&modal_RPCStatus_desc, &st, raw, (size_t)len, a, &err) < 0)
-    goto out;
-  if (msglen) snprintf(msg, msglen, "%.*s", (int)st.message.n, st.message.p);
-  for (size_t i = 0; i < st.details_n; i++) {
-    const modal_Any *any = &st.details[i];
-    if (ends_with(&any->type_url, "/modal.client.RPCRetryPolicy")) {
-      modal_RPCRetryPolicy pol;
-      if (pb_decode(&modal_RPCRetryPolicy_desc, &pol,
-                    (const uint8_t *)any->value.p, any->value.n, a, &err) == 0 &&
-          isfinite(pol.retry_after_secs) && pol.retry_after_secs >= 0)
-        *retry_after = pol.retry_after_secs;
-    } else if (ends_with(&any->type_url, "/google.rpc.RetryInfo")) {
-      retry_info ri;
-      if (pb_decode(&retry_info_desc, &ri, (const uint8_t *)any->value.p,
-                    any->value.n, a, &err) == 0 && ri.retry_delay &&
-          ri.retry_delay->seconds >= 0 && ri.retry_delay->seconds < 86400 * 365 &&
-          ri.retry_delay->nanos >= 0 && ri.retry_delay->nanos < 1000000000)
-        *retry_after = (double)ri.retry_delay->seconds + ri.retry_delay->nanos / 1e9;
-    }
+  int rc = -1;
+  pb_arena *a;
+  if (!grpc_any_is(d, "google.rpc.RetryInfo") || !(a = pb_arena_new())) return -1;
+  if (pb_decode(&retry_info_desc, &ri, (const uint8_t *)d->value.p, d->value.n,
+                a, &err) == 0 && ri.retry_delay &&
+      ri.retry_delay->seconds >= 0 && ri.retry_delay->seconds < 86400 * 365 &&
+      ri.retry_delay->nanos >= 0 && ri.retry_delay->nanos < 1000000000) {
+    *secs = (double)ri.retry_delay->seconds + ri.retry_delay->nanos / 1e9;
+    rc = 0;
   }
-  rc = 0;
-out:
-  free(raw);
   pb_arena_free(a);
+  return rc;
+}
+
+int grpc_parse_details(const char *b64, size_t n, pb_arena *a,
+                       grpc_details *out) {
+  pb_err err;
+  uint8_t *raw;
+  long len;
+  int rc = -1;
+  memset(out, 0, sizeof *out);
+  if (n > MAX_DETAILS_B64 || !(raw = malloc(n / 4 * 3 + 4))) return -1;
+  len = grpc_b64_decode(b64, n, raw);
+  /* strings are copied into the arena: raw can go at once */
+  if (len >= 0 && pb_decode(&details_desc, out, raw, (size_t)len, a, &err) == 0)
+    rc = 0;
+  else
+    memset(out, 0, sizeof *out);
+  free(raw);
   return rc;
 }
 
@@ -492,6 +506,8 @@ static int curl_to_grpc(CURLcode rc) {
 static void on_curl_done(lash_loop *loop, CURL *easy, CURLcode rc, void *data) {
   grpc_call *c = data;
   grpc_status st = { 0 };
+  grpc_details det = { 0 };
+  pb_arena *arena = NULL;
   char msgbuf[1024], detmsg[512];
   long http = 0, connects = 0, httpver = 0;
   (void)loop;
@@ -508,9 +524,15 @@ static void on_curl_done(lash_loop *loop, CURL *easy, CURLcode rc, void *data) {
   st.retry_after = -1;
   st.nmsgs = c->rd.nmsgs;
   msgbuf[0] = detmsg[0] = 0;
-  if (c->details)
-    (void)grpc_parse_details(c->details, c->details_n, &st.retry_after,
-                             detmsg, sizeof detmsg);
+  if (c->details && (arena = pb_arena_new()) &&
+      grpc_parse_details(c->details, c->details_n, arena, &det) == 0) {
+    double secs;
+    snprintf(detmsg, sizeof detmsg, "%.*s", (int)det.message.n, det.message.p);
+    for (size_t i = 0; i < det.details_n; i++)
+      if (grpc_retry_info(&det.details[i], &secs) == 0) st.retry_after = secs;
+    st.details = det.details;
+    st.ndetails = det.details_n;
+  }
   if (c->stopped) {
     st.code = GRPC_CANCELLED;
     snprintf(msgbuf, sizeof msgbuf, "call stopped by the client");
@@ -558,6 +580,7 @@ static void on_curl_done(lash_loop *loop, CURL *easy, CURLcode rc, void *data) {
   ** a retry that reuses it. */
   call_free(c);
   if (done) done(ud, &st);
+  pb_arena_free(arena);   /* after done: st.details live in it */
 }
 
 /* grpc-timeout: at most 8 digits and a unit. */

@@ -1,6 +1,8 @@
 /*
 ** grpc.h: a gRPC client over libcurl's HTTP/2, driven by lash's loop
-** (internal API). Unary and server-streaming calls; every call of every
+** (internal API; prefix grpc_, constants GRPC_). Generic gRPC only: it
+** knows no service, so a server's own error details (Modal's
+** RPCRetryPolicy) are handed to the caller undecoded. Unary and server-streaming calls; every call of every
 ** channel goes through the loop's one multi handle, so calls to one host
 ** multiplex on one connection (CURLPIPE_MULTIPLEX + CURLOPT_PIPEWAIT).
 ** http:// targets use h2c with prior knowledge, https:// uses TLS (ALPN h2).
@@ -9,7 +11,9 @@
 ** on_msg as they are reassembled from the 5-byte framing; on_done gets the
 ** final status (grpc-status / grpc-message from the trailers, or from a
 ** trailers-only response, or a status derived from the HTTP or transport
-** failure) with any retry hint from grpc-status-details-bin. After on_done
+** failure) with the details of grpc-status-details-bin (google.rpc.Status:
+** its google.rpc.RetryInfo read as a retry hint, every detail passed on as
+** type URL and bytes). After on_done
 ** returns the call is freed. on_done runs outside libcurl callbacks, so it
 ** may start new calls; on_msg runs inside one, so it must only consume the
 ** message (it may ask to stop by returning non-zero).
@@ -62,13 +66,25 @@ void grpc_channel_free(grpc_channel *ch);
 long grpc_channel_connects(const grpc_channel *ch);
 const char *grpc_channel_url(const grpc_channel *ch);
 
+/* google.protobuf.Any: one detail of a rich error status. */
+typedef struct grpc_any { pb_str type_url, value; } grpc_any;
+
+/* google.rpc.Status, the message grpc-status-details-bin carries. */
+typedef struct grpc_details {
+  int32_t code;
+  pb_str message;
+  grpc_any *details; size_t details_n;
+} grpc_details;
+
 typedef struct grpc_status {
   int code;
   const char *message;    /* never NULL; valid during on_done only */
-  double retry_after;     /* server's retry hint in seconds, < 0 if none */
+  double retry_after;     /* google.rpc.RetryInfo's delay in seconds, < 0 if none */
   int transport;          /* 1: no grpc-status, derived from HTTP/transport */
   long http_status;       /* 0 when no response arrived */
   unsigned nmsgs;         /* messages delivered */
+  const grpc_any *details;  /* grpc-status-details-bin's details, in order; */
+  size_t ndetails;          /* valid during on_done only */
 } grpc_status;
 
 /* Return non-zero to stop the call (it then ends with CANCELLED). */
@@ -110,12 +126,16 @@ int grpc_reader_feed(grpc_reader *r, const uint8_t *p, size_t n,
 /* Bytes of an incomplete message still buffered. */
 size_t grpc_reader_pending(const grpc_reader *r);
 
-/* Parse grpc-status-details-bin (base64 of google.rpc.Status, which
-** modal.client.RPCStatus mirrors). Returns 0 and sets *retry_after (or
-** leaves it < 0) and copies the status message into msg (may be empty);
-** -1 on malformed input. */
-int grpc_parse_details(const char *b64, size_t n, double *retry_after,
-                       char *msg, size_t msglen);
+/* Parse grpc-status-details-bin (base64 of google.rpc.Status) into *out,
+** allocating from a. Returns 0, or -1 on malformed or oversized input. */
+int grpc_parse_details(const char *b64, size_t n, pb_arena *a,
+                       grpc_details *out);
+/* 1 if d's type URL names the message type `type` (the part after its
+** last '/', e.g. "google.rpc.RetryInfo"). */
+int grpc_any_is(const grpc_any *d, const char *type);
+/* If d is a google.rpc.RetryInfo with a sane delay (0 to a year), set
+** *secs and return 0; else -1. */
+int grpc_retry_info(const grpc_any *d, double *secs);
 
 /* Base64 (standard or URL alphabet, padding optional: header values and
 ** JWT segments). Returns the decoded length, or -1. out must hold

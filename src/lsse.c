@@ -1,13 +1,16 @@
 /*
-** lsse.c: the Lua binding of the SSE parser (sse.c): the constructor
-** lash_sse_parser_new, which the HTTP binding exposes as
-** lash.http.sse_parser, and the "lash.sse_parser" userdata.
+** lsse.c: the Lua binding of the SSE parser (sse.c; prefix
+** lash_sse_parser_, see lsse.h): the constructor lash_sse_parser_new, which
+** the HTTP binding exposes as lash.http.sse_parser, and the
+** "lash.sse_parser" userdata.
 */
 #include <string.h>
 
 #include "lua.h"
 #include "lauxlib.h"
 
+#include "laux.h"
+#include "lsse.h"
 #include "output.h"
 #include "sse.h"
 
@@ -78,6 +81,8 @@ static size_t opt_limit(lua_State *L, int arg, const char *name, size_t def) {
 
 static void make_meta(lua_State *L);
 
+static const char *const options[] = { "max_line", "max_event", NULL };
+
 /// A new Server-Sent Events parser.
 // @function sse_parser
 // @tparam[opt] table opts `max_line` (bytes, default 8 MiB): the longest
@@ -87,16 +92,7 @@ static void make_meta(lua_State *L);
 int lash_sse_parser_new(lua_State *L) {
   size_t max_line = LASH_SSE_DEFAULT_MAX_LINE, max_event = LASH_SSE_DEFAULT_MAX_EVENT;
   lsse *u;
-  if (!lua_isnoneornil(L, 1)) {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 1)) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-      if (k == NULL || (strcmp(k, "max_line") != 0 && strcmp(k, "max_event") != 0))
-        luaL_argerror(L, 1, lua_pushfstring(L, "unknown option '%s' (options: max_line, "
-                      "max_event)", luaL_tolstring(L, -2, NULL)));
-      lua_pop(L, 1);
-    }
+  if (lashA_checkoptions(L, 1, "lash.http.sse_parser", options) > 0) {
     max_line = opt_limit(L, 1, "max_line", max_line);
     max_event = opt_limit(L, 1, "max_event", max_event);
   }

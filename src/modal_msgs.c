@@ -2,6 +2,8 @@
 ** modal_msgs.c: descriptor tables for the Modal messages in modal_msgs.h.
 ** Each table lists fields in field-number order; the numbers and types are
 ** Modal's (modal_proto/api.proto, modal_proto/task_command_router.proto).
+** Prefix modal_ (modal_<Message>_desc tables, modal_all_descs,
+** modal_desc_find); data over pb.h, no calls into the client.
 */
 #include "modal_msgs.h"
 

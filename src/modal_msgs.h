@@ -3,8 +3,10 @@
 ** (control plane `modal.client` and the task command router
 ** `modal.task_command_router`), as C structs with pb.h descriptor tables.
 ** Only the fields lash uses are declared; everything else a server sends is
-** skipped as unknown. the .proto files under tests/modal_fake/modal_proto are the same
+** skipped as unknown. The .proto files under tests/modal_fake/modal_proto are the same
 ** subset in .proto form and test_pb checks the two agree field by field.
+** Prefix modal_ (types modal_<Message>, enums MODAL_<...>); it needs only
+** pb.h, so the transport and the codec stay below Modal.
 */
 #ifndef lash_modal_msgs_h
 #define lash_modal_msgs_h

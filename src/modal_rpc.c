@@ -6,15 +6,22 @@
 ** doubling to 1 s backoff under one x-idempotency-key (router calls: 10
 ** times from 10 ms), server-directed delays (RPCRetryPolicy / RetryInfo)
 ** honoured without counting as retries up to MODAL_MAX_THROTTLE_WAIT, a
-** refused auth token or router JWT refreshed once. Also the small caches a
-** client keeps (sandbox records, app and image ids).
+** refused auth token or router JWT refreshed once. Also the auth-token
+** fetch (the cache itself is modal_token.c's: this file fetches, queues the
+** calls waiting for it and stores the result there) and the small caches a
+** client keeps (sandbox records, app and image ids). Prefixes: see
+** modal_rpc.h.
 */
-#include "modal.h"
+#include "modal_rpc.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+
+#include "modal_token.h"
 
 #ifndef LASH_VERSION
 #define LASH_VERSION "0.0.0"
@@ -23,6 +30,8 @@
 #define CONTROL_RETRIES 3
 #define ROUTER_RETRIES 10
 #define DEFAULT_ATTEMPT_TIMEOUT 60.0
+#define TOKEN_ATTEMPT_TIMEOUT 5.0
+#define TOKEN_TOTAL_TIMEOUT 15.0
 /* The proto has no client type for C. lash behaves like the current JS SDK
 ** (router exec, V2 sandboxes by default, its RPC sequences), so it sends that
 ** SDK's type, CLIENT_TYPE_LIBMODAL_JS (8: "since modal-js v0.3.15"; 7 is the
@@ -47,7 +56,10 @@ struct modal_client {
   modal_config cfg;
   grpc_channel *control;
   router_ch *routers;
-  modal_token token;
+  modal_token token;        /* the auth token's cache */
+  modal_rpc token_fetch;    /* the in-flight AuthTokenGet */
+  int token_fetching;
+  modal_rpc *token_waiters; /* calls queued until it ends */
   modal_sbx *sbxs;
   cache_kv *cache;
   unsigned long rpcs;
@@ -65,6 +77,7 @@ modal_client *modal_client_new(lash_loop *loop, modal_config *cfg) {
   cl->cfg = *cfg;
   memset(cfg, 0, sizeof *cfg);
   modal_token_init(&cl->token);
+  modal_rpc_init(&cl->token_fetch, cl);
   return cl;
 }
 
@@ -82,6 +95,8 @@ static void sbx_free(modal_sbx *s) {
 
 void modal_client_free(modal_client *cl) {
   if (!cl) return;
+  modal_rpc_cancel(&cl->token_fetch);
+  cl->token_waiters = NULL;
   modal_token_free(&cl->token);
   grpc_channel_free(cl->control);
   while (cl->routers) {
@@ -109,7 +124,6 @@ void modal_client_free(modal_client *cl) {
 
 const modal_config *modal_client_config(const modal_client *cl) { return &cl->cfg; }
 lash_loop *modal_client_loop(modal_client *cl) { return cl->loop; }
-modal_token *modal_client_token(modal_client *cl) { return &cl->token; }
 unsigned long modal_client_rpcs(const modal_client *cl) { return cl->rpcs; }
 
 long modal_client_connects(const modal_client *cl, int router) {
@@ -181,7 +195,7 @@ static grpc_channel *router_channel(modal_client *cl, const char *url, char *err
                                     size_t errlen) {
   for (router_ch *r = cl->routers; r; r = r->next)
     if (!strcmp(r->url, url)) return r->ch;
-  if (strncmp(url, "https://", 8) && !modal_is_localhost(cl->cfg.server_url)) {
+  if (strncmp(url, "https://", 8) && !modal_config_is_localhost(cl->cfg.server_url)) {
     snprintf(err, errlen, "Modal gave a task command router URL that is not https://");
     return NULL;
   }
@@ -189,7 +203,7 @@ static grpc_channel *router_channel(modal_client *cl, const char *url, char *err
   ** router is plaintext too, whatever its URL says (local fakes). */
   grpc_channel_opts o = { .ca_file = cl->cfg.ca_file };
   o.plaintext = !strncmp(cl->cfg.server_url, "http://", 7) &&
-                modal_is_localhost(cl->cfg.server_url) && modal_is_localhost(url);
+                modal_config_is_localhost(cl->cfg.server_url) && modal_config_is_localhost(url);
   router_ch *r = calloc(1, sizeof *r);
   if (!r || !(r->url = strdup(url))) { free(r); snprintf(err, errlen, "out of memory"); return NULL; }
   r->ch = grpc_channel_new(cl->loop, url, &o, err, errlen);
@@ -254,7 +268,7 @@ static void path_of(unsigned flags, const char *method, char *out, size_t n) {
 
 /* ---- unary calls ---------------------------------------------------------------- */
 
-int modal_code_transient(int code) {
+int modal_rpc_transient(int code) {
   return code == GRPC_DEADLINE_EXCEEDED || code == GRPC_UNAVAILABLE ||
          code == GRPC_CANCELLED || code == GRPC_INTERNAL || code == GRPC_UNKNOWN;
 }
@@ -262,6 +276,7 @@ int modal_code_transient(int code) {
 static void attempt(modal_rpc *r);
 static void fail(modal_rpc *r, int code, const char *msg, double retry_after,
                  int transport);
+static const char *token_get(modal_client *cl, modal_rpc *r);
 
 static void finish(modal_rpc *r, int code, const char *msg, int transport) {
   r->code = code;
@@ -389,7 +404,7 @@ static void fail(modal_rpc *r, int code, const char *msg, double retry_after,
       return;
     }
   }
-  if (modal_code_transient(code)) {
+  if (modal_rpc_transient(code)) {
     int max = router ? ROUTER_RETRIES : CONTROL_RETRIES;
     double d;
     if (r->flags & MODAL_RPC_LONGPOLL) d = 1.0;
@@ -403,6 +418,28 @@ static void fail(modal_rpc *r, int code, const char *msg, double retry_after,
     }
   }
   finish(r, code, msg, transport);
+}
+
+/* The server's retry hint: Modal's own modal.client.RPCRetryPolicy, or the
+** standard google.rpc.RetryInfo; the last one in the details wins. */
+double modal_rpc_retry_after(const grpc_status *st) {
+  double ra = -1, secs;
+  for (size_t i = 0; i < st->ndetails; i++) {
+    const grpc_any *d = &st->details[i];
+    if (grpc_any_is(d, "modal.client.RPCRetryPolicy")) {
+      modal_RPCRetryPolicy pol;
+      pb_err e;
+      pb_arena *a = pb_arena_new();
+      if (a && pb_decode(&modal_RPCRetryPolicy_desc, &pol, (const uint8_t *)d->value.p,
+                         d->value.n, a, &e) == 0 &&
+          isfinite(pol.retry_after_secs) && pol.retry_after_secs >= 0)
+        ra = pol.retry_after_secs;
+      pb_arena_free(a);
+    } else if (grpc_retry_info(d, &secs) == 0) {
+      ra = secs;
+    }
+  }
+  return ra;
 }
 
 static void on_done(void *ud, const grpc_status *st) {
@@ -419,7 +456,7 @@ static void on_done(void *ud, const grpc_status *st) {
   }
   if (r->arena) { pb_arena_free(r->arena); r->arena = NULL; }
   r->resp = NULL;
-  fail(r, st->code, st->message, st->retry_after, st->transport);
+  fail(r, st->code, st->message, modal_rpc_retry_after(st), st->transport);
 }
 
 static void attempt(modal_rpc *r) {
@@ -431,11 +468,11 @@ static void attempt(modal_rpc *r) {
   r->resp = NULL;
   if (r->arena) { pb_arena_free(r->arena); r->arena = NULL; }
   if (r->flags & MODAL_RPC_V2) {
-    tok = modal_token_get(cl, &cl->token, r);
+    tok = token_get(cl, r);
     if (!tok) { r->state = RPC_WAIT_TOKEN; return; }
   } else if (!(r->flags & MODAL_RPC_ROUTER) && strcmp(r->method, "AuthTokenGet")) {
     /* send the token along when there is a valid one, as the SDKs do */
-    if (cl->token.jwt && modal_now() < cl->token.expires - 5) tok = cl->token.jwt;
+    tok = modal_token_valid(&cl->token, modal_now());
   }
   grpc_channel *ch = prepare(cl, r->flags, r->sbx, tok, &h, err, sizeof err);
   if (!ch) {
@@ -505,7 +542,7 @@ int modal_rpc_start(modal_rpc *r, const pb_msgdesc *req_desc, const void *req) {
   r->code = 0;
   r->transport = 0;
   r->message[0] = 0;
-  modal_uuid4(r->idem);
+  modal_rpc_uuid4(r->idem);
   attempt(r);
   return 0;
 }
@@ -532,7 +569,7 @@ void modal_rpc_cancel(modal_rpc *r) {
   r->call = NULL;
   if (r->cl) {
     lash_timer_stop(r->cl->loop, &r->timer);
-    if (r->state == RPC_WAIT_TOKEN) unlink_waiter(&r->cl->token.waiters, r);
+    if (r->state == RPC_WAIT_TOKEN) unlink_waiter(&r->cl->token_waiters, r);
   }
   if (r->sub) {
     modal_rpc_cancel(r->sub);
@@ -542,32 +579,127 @@ void modal_rpc_cancel(modal_rpc *r) {
   modal_rpc_clear(r);
 }
 
-void modal_rpc_resume(modal_rpc *r, int code, const char *message) {
+/* ---- the auth token ------------------------------------------------------------ */
+
+/* The token fetch ended: go on with (or fail) every call queued on it. */
+static void resume(modal_rpc *r, int code, const char *message) {
   if (code == GRPC_OK) attempt(r);
   else if (code == GRPC_UNAUTHENTICATED || code == GRPC_PERMISSION_DENIED)
     finish(r, code, message, 0);   /* AuthTokenGet refused the credentials */
   else fail(r, code, message, -1, 0);
 }
 
+static void token_fetched(modal_rpc *r) {
+  modal_client *cl = r->ud;
+  double now = modal_now();
+  int code = r->code;
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", r->message);
+  cl->token_fetching = 0;
+  if (code == GRPC_OK) {
+    const modal_AuthTokenGetResponse *resp = r->resp;
+    if (!resp || resp->token.n == 0) {
+      code = GRPC_INTERNAL;
+      snprintf(msg, sizeof msg, "AuthTokenGet returned no token");
+    } else if (modal_token_store(&cl->token, resp->token.p, resp->token.n, now) != 0) {
+      code = GRPC_RESOURCE_EXHAUSTED;
+      snprintf(msg, sizeof msg, "out of memory keeping the auth token");
+    }
+  }
+  if (code != GRPC_OK) modal_token_failed(&cl->token, now);
+  modal_rpc_clear(r);
+  /* resume everyone queued, in order */
+  modal_rpc *w = cl->token_waiters;
+  cl->token_waiters = NULL;
+  while (w) {
+    modal_rpc *next = w->next_waiter;
+    w->next_waiter = NULL;
+    resume(w, code, code == GRPC_OK ? NULL : msg);
+    w = next;
+  }
+}
+
+static void token_fetch(modal_client *cl) {
+  modal_AuthTokenGetRequest req = { 0 };
+  modal_rpc *r = &cl->token_fetch;
+  modal_rpc_cancel(r);
+  r->cl = cl;
+  r->method = "AuthTokenGet";
+  /* retried only when there is no token to fall back on */
+  r->flags = cl->token.jwt ? MODAL_RPC_NORETRY : 0;
+  r->resp_desc = &modal_AuthTokenGetResponse_desc;
+  r->timeout = TOKEN_ATTEMPT_TIMEOUT;
+  r->deadline = modal_now() + TOKEN_TOTAL_TIMEOUT;
+  r->done = token_fetched;
+  r->ud = cl;
+  cl->token_fetching = 1;
+  if (modal_rpc_start(r, &modal_AuthTokenGetRequest_desc, &req) < 0) {
+    cl->token_fetching = 0;
+    /* only an encoding failure gets here, impossible for an empty message */
+  }
+}
+
+/* The current token if usable now (and kick a background refresh when
+** due), else NULL: then r is queued and resumed when a token arrives or
+** the fetch fails. */
+static const char *token_get(modal_client *cl, modal_rpc *r) {
+  double now = modal_now();
+  const char *jwt = modal_token_valid(&cl->token, now);
+  if (jwt) {
+    if (!cl->token_fetching && modal_token_refresh_due(&cl->token, now))
+      token_fetch(cl);
+    return jwt;
+  }
+  r->next_waiter = NULL;
+  modal_rpc **tail = &cl->token_waiters;
+  while (*tail) tail = &(*tail)->next_waiter;
+  *tail = r;
+  if (!cl->token_fetching) token_fetch(cl);
+  return NULL;
+}
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+void modal_rpc_uuid4(char out[37]) {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof b) {
+    ssize_t r = getrandom(b + got, sizeof b - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      /* no entropy source: fall back to time and address bits (an
+      ** idempotency key only needs to be unique, not secret) */
+      uint64_t x = lash_now_ns() ^ (uint64_t)(uintptr_t)out;
+      for (size_t i = got; i < sizeof b; i++) { x = x * 6364136223846793005ULL + 1; b[i] = (unsigned char)(x >> 56); }
+      break;
+    }
+    got += (size_t)r;
+  }
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+  snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+           b[12], b[13], b[14], b[15]);
+}
+
 /* ---- streams -------------------------------------------------------------------- */
 
-grpc_call *modal_stream_start(modal_client *cl, const char *method,
-                              unsigned flags, modal_sbx *sbx,
-                              const pb_msgdesc *req_desc, const void *req,
-                              double timeout, grpc_msg_cb on_msg_cb,
-                              grpc_done_cb on_done_cb, void *ud, char *err,
-                              size_t errlen) {
+grpc_call *modal_rpc_stream_start(modal_client *cl, const char *method,
+                                  unsigned flags, modal_sbx *sbx,
+                                  const pb_msgdesc *req_desc, const void *req,
+                                  double timeout, grpc_msg_cb on_msg_cb,
+                                  grpc_done_cb on_done_cb, void *ud, char *err,
+                                  size_t errlen) {
   pb_buf b;
   pb_err e;
   hdrs h;
   char path[160], idem[37], idh[64];
   const char *tok = NULL;
-  if (!(flags & MODAL_RPC_ROUTER) && cl->token.jwt && modal_now() < cl->token.expires - 5)
-    tok = cl->token.jwt;
+  if (!(flags & MODAL_RPC_ROUTER)) tok = modal_token_valid(&cl->token, modal_now());
   grpc_channel *ch = prepare(cl, flags, sbx, tok, &h, err, errlen);
   if (!ch) { hdrs_free(&h); return NULL; }
   if (!(flags & MODAL_RPC_ROUTER)) {
-    modal_uuid4(idem);
+    modal_rpc_uuid4(idem);
     snprintf(idh, sizeof idh, "x-idempotency-key: %s", idem);
     hdr_add(&h, "%s%s", idh, NULL);
     hdr_add(&h, "%s%s", "x-retry-attempt: 0", NULL);

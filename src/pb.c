@@ -4,7 +4,8 @@
 ** model). The decoder treats its input as hostile: every length is checked
 ** against what is left, nesting is bounded, allocations are capped by the
 ** arena's limit, and a field whose wire type does not match its table entry
-** is skipped as unknown (what protobuf's own parsers do).
+** is skipped as unknown (what protobuf's own parsers do). Prefix pb_; no
+** Lua, no service: Modal's messages are modal_msgs.c's tables.
 */
 #include "pb.h"
 

@@ -1,5 +1,6 @@
 /*
-** pb.h: lash's protobuf wire codec (internal API).
+** pb.h: lash's protobuf wire codec (internal API; prefix pb_, constants
+** PB_).
 **
 ** Table-driven: every message is a plain C struct plus one descriptor
 ** table (pb_msgdesc) listing its fields by number. The same table drives

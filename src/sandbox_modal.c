@@ -13,7 +13,7 @@
 ** failure that could be either is classified by polling the sandbox once,
 ** after the failure.
 */
-#include "modal.h"
+#include "modal_rpc.h"
 #include "output.h"
 #include "runtime.h"
 #include "sandbox.h"
@@ -374,7 +374,7 @@ static int op_fail(lua_State *L, mop *op, int targeted) {
   if (code == GRPC_LOCAL_TLS) return raise_tls(L, op, r->message);
   if (code == GRPC_NOT_FOUND && targeted) return raise_gone(L, op, r->message);
   lower_code(code, lc, sizeof lc);
-  if (code >= 0 && modal_code_transient(code)) {
+  if (code >= 0 && modal_rpc_transient(code)) {
     if (!targeted || !op->sbx)
       return sb_raise(L, LASH_SB_UNAVAILABLE, "unreachable",
                                 "Modal did not answer %s (%s: %s)", r->method,
@@ -651,7 +651,7 @@ static void stream_done(void *ud, const grpc_status *st) {
     s->refresh.ud = s;
     if (modal_rpc_start(&s->refresh, &modal_TaskExecPollRequest_desc, &req) == 0) return;
   }
-  if (modal_code_transient(st->code) && s->retries < STREAM_RETRIES) {
+  if (modal_rpc_transient(st->code) && s->retries < STREAM_RETRIES) {
     /* resume exactly where the bytes stopped */
     double d = 0.01 * pow(2, s->retries);
     s->retries++;
@@ -669,7 +669,7 @@ static void stream_open(mstream *s) {
   modal_TaskExecStdioReadRequest req = {
     pb_cstr(op->sbx->task_id), pb_cstr(op->x.exec_id), s->offset,
     s->fd ? MODAL_STDIO_STDERR : MODAL_STDIO_STDOUT };
-  s->call = modal_stream_start(op->cl, "TaskExecStdioRead", MODAL_RPC_ROUTER, op->sbx,
+  s->call = modal_rpc_stream_start(op->cl, "TaskExecStdioRead", MODAL_RPC_ROUTER, op->sbx,
                                &modal_TaskExecStdioReadRequest_desc, &req, 0, stream_msg,
                                stream_done, s, err, sizeof err);
   if (!s->call) exec_fatal(op, s->fd ? "stderr" : "stdout", GRPC_UNAVAILABLE, err);
@@ -829,7 +829,7 @@ static int exec_begin(lua_State *L, mop *op, pb_str *argv, size_t argc,
   x->stdin_len = stdin_len;
   x->timeout = timeout;
   x->t0 = modal_now();
-  modal_uuid4(x->exec_id);
+  modal_rpc_uuid4(x->exec_id);
   modal_TaskExecStartRequest req = {
     .task_id = pb_cstr(op->sbx->task_id), .exec_id = pb_cstr(x->exec_id),
     .command_args = argv, .command_args_n = argc,
@@ -1183,7 +1183,7 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
         modal_ImageJoinStreamingRequest req = { pb_cstr(op->image_id), 55,
                                                 pb_cstr(op->last_entry), false };
         op->image_done = 0;
-        op->stream = modal_stream_start(op->cl, "ImageJoinStreaming", 0, NULL,
+        op->stream = modal_rpc_stream_start(op->cl, "ImageJoinStreaming", 0, NULL,
                                         &modal_ImageJoinStreamingRequest_desc, &req, 65,
                                         join_on_msg, join_on_done, op, err, sizeof err);
         if (!op->stream)
@@ -1198,7 +1198,7 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
           op->step = C_SECRET;
           continue;
         }
-        if (r->code != GRPC_OK && !modal_code_transient(r->code)) {
+        if (r->code != GRPC_OK && !modal_rpc_transient(r->code)) {
           r->method = "ImageJoinStreaming";
           return op_fail(L, op, 0);
         }
@@ -1916,7 +1916,7 @@ static int simple_k(lua_State *L, int status, lua_KContext ctx) {
         if (r->code == GRPC_OK) {
           const modal_SandboxWaitResponse *w = r->resp;
           if (w->result && w->result->status != MODAL_STATUS_UNSPECIFIED) return 0;
-        } else if (!modal_code_transient(r->code)) {
+        } else if (!modal_rpc_transient(r->code)) {
           return op_fail(L, op, 0);
         }
         op->step = D_WAIT;
@@ -2049,7 +2049,7 @@ static int snap_k(lua_State *L, int status, lua_KContext ctx) {
       case S_V2: {
         /* V2 (and every current SDK): the router snapshots the task */
         char sid[37];
-        modal_uuid4(sid);
+        modal_rpc_uuid4(sid);
         modal_TaskSnapshotFilesystemRequest req = {
           pb_cstr(op->sbx->task_id), pb_cstr(op_strdup(L, op, sid, strlen(sid))), true,
           SNAPSHOT_TTL };

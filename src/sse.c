@@ -1,7 +1,8 @@
 /*
 ** sse.c: the Server-Sent Events parser (see sse.h for the rules it
 ** implements). Lines that arrive whole inside one chunk are parsed in place;
-** only a line cut by a chunk boundary is copied, into p->line.
+** only a line cut by a chunk boundary is copied, into p->line. Prefix
+** lash_sse_; no Lua (lsse.c is the binding).
 */
 #include "sse.h"
 

@@ -1,7 +1,8 @@
 /*
 ** sse.h: a Server-Sent Events parser (WHATWG HTML, "Parsing an event
 ** stream"), fed chunks of any size; complete events go to a callback. Pure
-** C; lsse.c is the Lua binding (lash.http.sse_parser).
+** C, no Lua (prefix lash_sse_); lsse.c is the Lua binding
+** (lash.http.sse_parser, declared in lsse.h).
 **
 ** What it implements: one leading UTF-8 BOM is skipped (also when split
 ** across chunks); lines end with CRLF, LF or CR (a CR ending one chunk and
@@ -81,11 +82,5 @@ const char *lash_sse_strerror(int code);
 /* Free the buffers. Idempotent; a freed parser fails every feed with
 ** LASH_SSE_ECLOSED. */
 void lash_sse_free(lash_sse *p);
-
-/* The Lua constructor (lsse.c): `sse_parser([opts]) -> parser`, put into
-** lash.http by the HTTP binding. Declared with the struct tag so this header
-** needs no Lua headers. */
-struct lua_State;
-int lash_sse_parser_new(struct lua_State *L);
 
 #endif

@@ -4,7 +4,10 @@
 ** server-streaming calls, statuses from trailers and trailers-only
 ** responses, retry hints in grpc-status-details-bin, deadlines, transport
 ** failures, cancellation, and many concurrent calls on one connection.
-** Plus the pure parts: framing reassembly and details parsing.
+** Plus the pure parts: framing reassembly and details parsing. The
+** transport only reads google.rpc.RetryInfo; Modal's RPCRetryPolicy is
+** read by modal_rpc_retry_after (src/modal_rpc.c) from the details the
+** transport hands over.
 */
 #include <curl/curl.h>
 #include <math.h>
@@ -14,6 +17,7 @@
 
 #include "grpc.h"
 #include "loop.h"
+#include "modal_rpc.h"
 #include "modal_msgs.h"
 #include "modal_fake.h"
 #include "t.h"
@@ -26,6 +30,7 @@ static const char *creds[] = { "x-modal-token-id: ak-fake-id",
 typedef struct result {
   int done;
   grpc_status st;
+  double modal_retry_after;  /* modal_rpc_retry_after in on_done */
   char message[512];
   pb_buf msgs[16];
   int nmsgs;
@@ -52,6 +57,9 @@ static int on_msg(void *ud, const uint8_t *m, size_t n) {
 static void on_done(void *ud, const grpc_status *st) {
   result *r = ud;
   r->st = *st;
+  r->st.details = NULL;      /* valid during on_done only */
+  r->st.ndetails = 0;
+  r->modal_retry_after = modal_rpc_retry_after(st);
   snprintf(r->message, sizeof r->message, "%s", st->message);
   r->st.message = r->message;
   r->done = 1;
@@ -114,15 +122,23 @@ static void test_pure(void) {
   result_free(&r);
 
   double ra = -1;
-  char msg[100];
+  grpc_details det;
+  pb_arena *da = pb_arena_new();
   /* RPCStatus{code=8, message="slow down", details=[Any{type.modal.com/modal.client.RPCRetryPolicy, {0.25}}]} */
   const char *b64 = "CAgSCXNsb3cgZG93bhozCip0eXBlLm1vZGFsLmNvbS9tb2RhbC5jbGllbnQuUlBDUmV0cnlQb2xpY3kSBQ0AAIA+";
-  T_OK(grpc_parse_details(b64, strlen(b64), &ra, msg, sizeof msg) == 0 &&
-       fabs(ra - 0.25) < 1e-6 && !strcmp(msg, "slow down"),
-       "status details: RPCRetryPolicy retry_after_secs read (%g)", ra);
-  ra = -1;
-  T_OK(grpc_parse_details("!!!", 3, &ra, msg, sizeof msg) < 0 && ra < 0,
+  T_OK(grpc_parse_details(b64, strlen(b64), da, &det) == 0 && det.code == 8 &&
+       det.message.n == 9 && !memcmp(det.message.p, "slow down", 9) && det.details_n == 1 &&
+       grpc_any_is(&det.details[0], "modal.client.RPCRetryPolicy") &&
+       !grpc_any_is(&det.details[0], "client.RPCRetryPolicy"),
+       "status details: google.rpc.Status with its Any details decoded");
+  T_OK(det.details_n == 1 && grpc_retry_info(&det.details[0], &ra) < 0 && ra < 0,
+       "the transport reads no Modal detail as a retry hint");
+  grpc_status st = { .details = det.details, .ndetails = det.details_n };
+  ra = modal_rpc_retry_after(&st);
+  T_OK(fabs(ra - 0.25) < 1e-6, "modal_rpc_retry_after reads RPCRetryPolicy's retry_after_secs (%g)", ra);
+  T_OK(grpc_parse_details("!!!", 3, da, &det) < 0 && det.details_n == 0,
        "malformed status details are refused");
+  pb_arena_free(da);
   char out[64];
   grpc_percent_decode("a%20b%zz%4", 10, out, sizeof out);
   T_OK(!strcmp(out, "a b%zz%4"), "grpc-message percent-decoding leaves bad escapes (%s)", out);
@@ -226,16 +242,20 @@ static void suite(int tls) {
                   "{\"id\":\"r2\",\"method\":\"ClientHello\",\"kind\":\"retry_after\","
                   "\"code\":\"UNAVAILABLE\",\"secs\":1.5,\"style\":\"google\"}]");
   call(loop, ch, MC "AppGetOrCreate", &modal_AppGetOrCreateRequest_desc, &app, creds, 10, &r);
-  T_OK(r.st.code == GRPC_RESOURCE_EXHAUSTED && fabs(r.st.retry_after - 0.25) < 1e-6,
-       "grpc-status-details-bin RPCRetryPolicy: retry after %gs", r.st.retry_after);
+  T_OK(r.st.code == GRPC_RESOURCE_EXHAUSTED && r.st.retry_after < 0 &&
+       fabs(r.modal_retry_after - 0.25) < 1e-6,
+       "grpc-status-details-bin RPCRetryPolicy: passed on for Modal's client, "
+       "which retries after %gs", r.modal_retry_after);
   result_free(&r);
   modal_Empty empty = { 0 };
   call(loop, ch, MC "ClientHello", &modal_Empty_desc, &empty, creds, 10, &r);
-  T_OK(r.st.code == GRPC_UNAVAILABLE && fabs(r.st.retry_after - 1.5) < 1e-6,
+  T_OK(r.st.code == GRPC_UNAVAILABLE && fabs(r.st.retry_after - 1.5) < 1e-6 &&
+       fabs(r.modal_retry_after - 1.5) < 1e-6,
        "grpc-status-details-bin google.rpc.RetryInfo: retry after %gs", r.st.retry_after);
   result_free(&r);
   call(loop, ch, MC "ClientHello", &modal_Empty_desc, &empty, creds, 10, &r);
-  T_OK(r.st.code == GRPC_OK && r.st.retry_after < 0, "without details there is no retry hint");
+  T_OK(r.st.code == GRPC_OK && r.st.retry_after < 0 && r.modal_retry_after < 0,
+       "without details there is no retry hint");
   result_free(&r);
   fake_faults(&f, "[]");
 

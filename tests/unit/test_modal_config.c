@@ -1,5 +1,5 @@
 /*
-** test_modal_config.c: Modal configuration (src/modal_auth.c): the TOML
+** test_modal_config.c: Modal configuration (src/modal_config.c, src/modal_token.c): the TOML
 ** subset and profile choice, precedence of explicit options, environment
 ** and file, credential errors that never show secrets, JWT expiry reading,
 ** UUIDs and the localhost rule.
@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "modal.h"
+#include "modal_config.h"
+#include "modal_rpc.h"
+#include "modal_token.h"
 #include "t.h"
 
 static const char *const ENV[] = {
@@ -177,20 +179,20 @@ static void test_jwt(void) {
   snprintf(payload, sizeof payload, "{\"sub\":\"x\",\"exp\": %ld}", (long)time(NULL) + 100);
   b64url(payload, enc);
   snprintf(jwt, sizeof jwt, "eyJhbGciOiJIUzI1NiJ9.%s.sig", enc);
-  double ttl = modal_jwt_ttl(jwt);
+  double ttl = modal_token_ttl(jwt);
   T_OK(ttl > 95 && ttl <= 101, "a JWT's exp is read (%.1f s left)", ttl);
   b64url("{\"sub\":\"x\"}", enc);
   snprintf(jwt, sizeof jwt, "h.%s.s", enc);
-  T_OK(modal_jwt_ttl(jwt) < 0, "no exp: unknown");
-  T_OK(modal_jwt_ttl("not a jwt") < 0 && modal_jwt_ttl("a.!!!.c") < 0, "garbage: unknown");
+  T_OK(modal_token_ttl(jwt) < 0, "no exp: unknown");
+  T_OK(modal_token_ttl("not a jwt") < 0 && modal_token_ttl("a.!!!.c") < 0, "garbage: unknown");
 
   char u[37], v[37];
-  modal_uuid4(u);
-  modal_uuid4(v);
+  modal_rpc_uuid4(u);
+  modal_rpc_uuid4(v);
   T_OK(strlen(u) == 36 && u[8] == '-' && u[14] == '4' && strchr("89ab", u[19]) && strcmp(u, v),
        "UUIDv4 idempotency keys (%s)", u);
-  T_OK(modal_is_localhost("http://127.0.0.1:5000") && modal_is_localhost("https://localhost") &&
-       !modal_is_localhost("https://api.modal.com") && !modal_is_localhost("http://127.0.0.10"),
+  T_OK(modal_config_is_localhost("http://127.0.0.1:5000") && modal_config_is_localhost("https://localhost") &&
+       !modal_config_is_localhost("https://api.modal.com") && !modal_config_is_localhost("http://127.0.0.10"),
        "the localhost rule");
 }
 

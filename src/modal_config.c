@@ -1,26 +1,20 @@
 /*
-** modal_auth.c: Modal configuration and the auth token.
-** Configuration: explicit lash options win over the environment
+** modal_config.c: Modal configuration (see modal_config.h; prefix
+** modal_config_). Explicit lash options win over the environment
 ** (MODAL_TOKEN_ID, MODAL_TOKEN_SECRET, MODAL_SERVER_URL, MODAL_ENVIRONMENT,
 ** MODAL_SANDBOX_V2, MODAL_IMAGE_BUILDER_VERSION, MODAL_MAX_THROTTLE_WAIT),
 ** which wins over ~/.modal.toml (MODAL_CONFIG_PATH; the profile named by
 ** MODAL_PROFILE, else the one with `active = true`, else `default`).
-** The auth token: AuthTokenGet's JWT, cached until `exp` and refreshed in
-** the background at half its life; callers needing it while there is none
-** queue on one shared request. Secrets never enter a message.
+** Secrets never enter a message.
 */
-#include "modal.h"
+#include "modal_config.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-
-double modal_now(void) { return (double)lash_now_ns() / 1e9; }
+#include <strings.h>
 
 static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
 
@@ -379,29 +373,7 @@ int modal_config_load(modal_config *c, const modal_config_in *in, char *err,
 
 /* ---- small helpers ----------------------------------------------------------- */
 
-void modal_uuid4(char out[37]) {
-  unsigned char b[16];
-  size_t got = 0;
-  while (got < sizeof b) {
-    ssize_t r = getrandom(b + got, sizeof b - got, 0);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      /* no entropy source: fall back to time and address bits (an
-      ** idempotency key only needs to be unique, not secret) */
-      uint64_t x = lash_now_ns() ^ (uint64_t)(uintptr_t)out;
-      for (size_t i = got; i < sizeof b; i++) { x = x * 6364136223846793005ULL + 1; b[i] = (unsigned char)(x >> 56); }
-      break;
-    }
-    got += (size_t)r;
-  }
-  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-  snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-           b[12], b[13], b[14], b[15]);
-}
-
-int modal_is_localhost(const char *url) {
+int modal_config_is_localhost(const char *url) {
   const char *h = strstr(url, "://");
   h = h ? h + 3 : url;
   static const char *const hosts[] = { "localhost", "127.0.0.1", "[::1]", "172.21.0.1", NULL };
@@ -410,134 +382,4 @@ int modal_is_localhost(const char *url) {
     if (!strncmp(h, hosts[i], n) && (h[n] == 0 || h[n] == ':' || h[n] == '/')) return 1;
   }
   return 0;
-}
-
-double modal_jwt_ttl(const char *jwt) {
-  const char *a = strchr(jwt, '.');
-  if (!a) return -1;
-  const char *b = strchr(a + 1, '.');
-  if (!b || b - a - 1 > 8192) return -1;
-  uint8_t payload[8192 * 3 / 4 + 4];  /* grpc_b64_decode's bound, and a NUL */
-  long n = grpc_b64_decode(a + 1, (size_t)(b - a - 1), payload);
-  if (n < 0) return -1;
-  payload[n] = 0;
-  const char *k = strstr((const char *)payload, "\"exp\"");
-  if (!k) return -1;
-  k += 5;
-  while (*k == ' ' || *k == '\t') k++;
-  if (*k != ':') return -1;
-  char *end;
-  double exp = strtod(k + 1, &end);
-  if (end == k + 1 || !isfinite(exp)) return -1;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return exp - ((double)ts.tv_sec + ts.tv_nsec / 1e9);
-}
-
-/* ---- the auth token ------------------------------------------------------------- */
-
-#define TOKEN_DEFAULT_TTL (20 * 60.0)
-#define TOKEN_ATTEMPT_TIMEOUT 5.0
-#define TOKEN_TOTAL_TIMEOUT 15.0
-
-void modal_token_init(modal_token *t) {
-  memset(t, 0, sizeof *t);
-  modal_rpc_init(&t->fetch, NULL);
-  t->backoff = 0.5;
-}
-
-static void token_clear(modal_token *t) {
-  if (t->jwt) {
-    memset(t->jwt, 0, strlen(t->jwt));
-    free(t->jwt);
-    t->jwt = NULL;
-  }
-}
-
-void modal_token_free(modal_token *t) {
-  modal_rpc_cancel(&t->fetch);
-  token_clear(t);
-  t->waiters = NULL;
-  t->fetching = 0;
-}
-
-void modal_token_invalidate(modal_token *t, const char *jwt) {
-  if (t->jwt && jwt && !strcmp(t->jwt, jwt)) token_clear(t);
-}
-
-static void token_fetched(modal_rpc *r) {
-  modal_token *t = r->ud;
-  double now = modal_now();
-  int code = r->code;
-  char msg[512];
-  snprintf(msg, sizeof msg, "%s", r->message);
-  t->fetching = 0;
-  if (code == GRPC_OK) {
-    const modal_AuthTokenGetResponse *resp = r->resp;
-    if (!resp || resp->token.n == 0) {
-      code = GRPC_INTERNAL;
-      snprintf(msg, sizeof msg, "AuthTokenGet returned no token");
-    } else {
-      token_clear(t);
-      t->jwt = strndup(resp->token.p, resp->token.n);
-      double ttl = modal_jwt_ttl(t->jwt);
-      if (!(ttl > 0)) ttl = TOKEN_DEFAULT_TTL;
-      t->expires = now + ttl;
-      /* refresh at half the life, with up to 10% jitter */
-      unsigned char j = 0;
-      (void)getrandom(&j, 1, GRND_NONBLOCK);
-      t->refresh_at = now + ttl * (0.5 - 0.1 * (j / 255.0));
-      t->backoff = 0.5;
-      t->backoff_until = 0;
-    }
-  }
-  if (code != GRPC_OK) {
-    t->backoff_until = now + t->backoff;
-    t->backoff = t->backoff * 2 > 60 ? 60 : t->backoff * 2;
-  }
-  modal_rpc_clear(r);
-  /* resume everyone queued, in order */
-  modal_rpc *w = t->waiters;
-  t->waiters = NULL;
-  while (w) {
-    modal_rpc *next = w->next_waiter;
-    w->next_waiter = NULL;
-    modal_rpc_resume(w, code, code == GRPC_OK ? NULL : msg);
-    w = next;
-  }
-}
-
-static void token_fetch(modal_client *cl, modal_token *t) {
-  modal_AuthTokenGetRequest req = { 0 };
-  modal_rpc *r = &t->fetch;
-  modal_rpc_cancel(r);
-  r->cl = cl;
-  r->method = "AuthTokenGet";
-  /* retried only when there is no token to fall back on */
-  r->flags = t->jwt ? MODAL_RPC_NORETRY : 0;
-  r->resp_desc = &modal_AuthTokenGetResponse_desc;
-  r->timeout = TOKEN_ATTEMPT_TIMEOUT;
-  r->deadline = modal_now() + TOKEN_TOTAL_TIMEOUT;
-  r->done = token_fetched;
-  r->ud = t;
-  t->fetching = 1;
-  if (modal_rpc_start(r, &modal_AuthTokenGetRequest_desc, &req) < 0) {
-    t->fetching = 0;
-    /* only an encoding failure gets here, impossible for an empty message */
-  }
-}
-
-const char *modal_token_get(modal_client *cl, modal_token *t, modal_rpc *r) {
-  double now = modal_now();
-  if (t->jwt && now < t->expires - 5) {
-    if (now >= t->refresh_at && !t->fetching && now >= t->backoff_until)
-      token_fetch(cl, t);
-    return t->jwt;
-  }
-  r->next_waiter = NULL;
-  modal_rpc **tail = &t->waiters;
-  while (*tail) tail = &(*tail)->next_waiter;
-  *tail = r;
-  if (!t->fetching) token_fetch(cl, t);
-  return NULL;
 }
