@@ -54,8 +54,8 @@ for f in "${targets[@]}"; do
   if [ ${#srcs[@]} -eq 0 ]; then
     srcs=()
     for s in src/*.c; do [ "$s" = src/main.c ] || srcs+=("$s"); done
-    read -r -a pc_cflags <<<"$(pkg-config --cflags lua5.4 libcurl yaml-0.1)"
-    read -r -a libs <<<"$(pkg-config --libs lua5.4 libcurl yaml-0.1) -lm -ldl"
+    read -r -a pc_cflags <<<"$(pkg-config --cflags lua5.4 libcurl yaml-0.1 sqlite3)"
+    read -r -a libs <<<"$(pkg-config --libs lua5.4 libcurl yaml-0.1 sqlite3) -lm -ldl"
     extra+=("${pc_cflags[@]}")
   fi
   log=$OUT/$name.log
