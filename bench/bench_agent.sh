@@ -9,26 +9,13 @@
 # concurrent runs in one process and one thread. The "no process" rows
 # repeat both sides with a tool that answers in-process, which isolates the
 # agent core from the cost of spawning. Best of a few tries for small runs.
-set -u
-cd "$(dirname "$0")/.."
-B=${LASH_BUILD:-build}
+. "$(dirname "$0")/lib.sh"
 K=${LASH_BENCH_AGENT_STEPS:-10}
 LASH_BIN=${LASH_BIN:-$B/bin/lash}
-out=$B/bench
-mkdir -p "$out"
 cc -O2 -o "$out/agent_server" bench/agent_server.c || exit 1
 cc -O2 -o "$out/agent_baseline" bench/agent_baseline.c $(pkg-config --cflags --libs libcurl) || exit 1
-[ -x "$LASH_BIN" ] || { echo "bench_agent: $LASH_BIN is missing (run make)" >&2; exit 1; }
-
-tmp=$(mktemp -d)
-srv=
-cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-"$out/agent_server" "$K" 1800 >"$tmp/port" &
-srv=$!
-for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.05; done
-port=$(cat "$tmp/port")
-[ -n "$port" ] || { echo "bench_agent: the server did not start" >&2; exit 1; }
+need "$LASH_BIN"
+start_server 50 "$out/agent_server" "$K" 1800
 
 # lash_run N MODE -> "wall rss_before peak_rss"
 lash_run() {
@@ -53,7 +40,6 @@ best_base() {
   echo "$best"
 }
 
-row() { echo "| $1 | $2 | $3 | $4 |"; }
 
 for n in 1 100 1000; do
   tries=5; [ "$n" -ge 100 ] && tries=2; [ "$n" -ge 1000 ] && tries=1

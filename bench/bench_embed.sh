@@ -10,30 +10,15 @@
 #   stepped with lash_step(S, -1): agent steps (model round trip + tool
 #   call) per second; and, in a fresh process, the resident memory each run
 #   adds while it sits idle waiting for a host tool call. Aim: < 200 KiB.
-set -u
-cd "$(dirname "$0")/.."
-B=${LASH_BUILD:-build}
+. "$(dirname "$0")/lib.sh"
 K=${LASH_BENCH_EMBED_STEPS:-10}
 SECS=${LASH_BENCH_EMBED_SECONDS:-5}
-out=$B/bench
-mkdir -p "$out"
-[ -f "$B/liblash.a" ] || { echo "bench_embed: $B/liblash.a is missing (run make)" >&2; exit 1; }
+need "$B/liblash.a"
 cc -O2 -o "$out/agent_server" bench/agent_server.c || exit 1
 # the host links the self-contained liblash.a (Lua inside) and nothing of Lua
-cc -O2 -Isrc -o "$out/embed_bench" bench/embed_bench.c "$B/liblash.a" \
-  $(pkg-config --libs libcurl) -lm -ldl || exit 1
-
-tmp=$(mktemp -d)
-srv=
-cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-"$out/agent_server" "$K" 900 >"$tmp/port" &
-srv=$!
-for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.05; done
-port=$(cat "$tmp/port")
-[ -n "$port" ] || { echo "bench_embed: the server did not start" >&2; exit 1; }
-
-row() { echo "| $1 | $2 | $3 | $4 |"; }
+cc -O2 $LASH_INC -o "$out/embed_bench" bench/embed_bench.c "$B/liblash.a" \
+  $(pkg-config --libs libcurl sqlite3) -lm -ldl || exit 1
+start_server 50 "$out/agent_server" "$K" 900
 
 read -r n p50 p99 max sps cp50 cp99 cmax < <("$out/embed_bench" frame "$port" 100 "$K" "$SECS" 500) || exit 1
 note="100 runs, 500 Hz frames, $n steps; thread CPU p50/p99/max $cp50/$cp99/$cmax ms; $sps agent steps/s"

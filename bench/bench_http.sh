@@ -5,27 +5,14 @@
 # one, against the same requests through libcurl's easy interface in a small
 # C loop (bench/http_baseline.c). Both sides hit the SAME server; best of a
 # few tries each. Aim: lash / baseline <= 1.2.
-set -u
-cd "$(dirname "$0")/.."
-B=${LASH_BUILD:-build}
+. "$(dirname "$0")/lib.sh"
 N=${LASH_BENCH_HTTP_REQUESTS:-10000}
 TRIES=${LASH_BENCH_HTTP_TRIES:-5}
 LASH_BIN=${LASH_BIN:-$B/bin/lash}
-out=$B/bench
-mkdir -p "$out"
 cc -O2 -o "$out/http_bench_server" bench/http_bench_server.c || exit 1
 cc -O2 -o "$out/http_baseline" bench/http_baseline.c $(pkg-config --cflags --libs libcurl) || exit 1
-[ -x "$LASH_BIN" ] || { echo "bench_http: $LASH_BIN is missing (run make)" >&2; exit 1; }
-
-tmp=$(mktemp -d)
-srv=
-cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-"$out/http_bench_server" 600 >"$tmp/port" &
-srv=$!
-for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
-port=$(cat "$tmp/port")
-[ -n "$port" ] || { echo "bench_http: the server did not start" >&2; exit 1; }
+need "$LASH_BIN"
+start_server 100 "$out/http_bench_server" 600
 url="http://127.0.0.1:$port/"
 
 # Runs alternate between the sides, TRIES rounds, and each side keeps its
@@ -42,7 +29,6 @@ for _ in $(seq "$TRIES"); do
   t=$(lash_run task) || exit 1; task=$(min "$t" "$task")
 done
 
-row() { echo "| $1 | $2 | $3 | $4 |"; }
 us() { awk -v t="$1" -v n="$N" 'BEGIN { printf "%.1f", t * 1e6 / n }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 row "http: $N sequential GETs, libcurl easy loop" "$(us "$base")" "us/request" "total ${base}s; HTTP/1.1 keep-alive to a loopback C server"

@@ -3,17 +3,12 @@
 # lash_open in a fresh process (bench/library_bench.c, a C host linking
 # liblash.so), and the resident memory of the first state and of each
 # further one. Medians of R fresh processes.
-set -u
-cd "$(dirname "$0")/.."
-B=${LASH_BUILD:-build}
+. "$(dirname "$0")/lib.sh"
 R=${LASH_BENCH_LIBRARY_ROUNDS:-15}
 N=${LASH_BENCH_LIBRARY_STATES:-100}
-out=$B/bench
-mkdir -p "$out"
-[ -f "$B/liblash.so" ] || { echo "bench_library: $B/liblash.so is missing (run make)" >&2; exit 1; }
+need "$B/liblash.so"
 absb=$(cd "$B" && pwd)
-cc -O2 -Isrc -o "$out/library_bench" bench/library_bench.c -L"$absb" -llash -Wl,-rpath,"$absb" || exit 1
-row() { echo "| $1 | $2 | $3 | $4 |"; }
+cc -O2 $LASH_INC -o "$out/library_bench" bench/library_bench.c -L"$absb" -llash -Wl,-rpath,"$absb" || exit 1
 kib() { echo $(( ($(stat -c %s "$1") + 512) / 1024 )); }
 
 so=$(readlink -f "$B/liblash.so")
@@ -22,7 +17,6 @@ row "library: liblash.so size" "$(kib "$out/liblash.stripped.so")" "KiB" \
     "stripped; $(kib "$so") KiB with debug info; Lua 5.4, libyaml and lash's Lua modules inside ($(grep -c '^  { "' "$B/gen/lua_modules.c") modules as bytecode)"
 row "library: liblash.a size" "$(kib "$B/liblash.a")" "KiB" "one relocatable object, with debug info"
 
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for _ in $(seq "$R"); do "$out/library_bench" "$N" >> "$tmp/runs" || exit 1; done
 med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 col() { awk -v c="$1" '{ print $c }' "$tmp/runs" | med; }

@@ -7,18 +7,14 @@
 # once per frame. A frame's work is everything but the sleep to the next
 # tick: events, update (lash_step inside), draw, present. Each run creates
 # and destroys a local sandbox: those steps are the worst ones.
-set -u
-cd "$(dirname "$0")/.."
-B=$(cd "${LASH_BUILD:-build}" && pwd)
+. "$(dirname "$0")/lib.sh"
+B=$(cd "$B" && pwd)
 N=${LASH_BENCH_LOVE_FRAMES:-600}
-row() { echo "| $1 | $2 | $3 | $4 |"; }
 if ! command -v love >/dev/null 2>&1 || ! command -v xvfb-run >/dev/null 2>&1; then
   row "love: frame work" "skipped" "" "love or xvfb-run is not installed"
   exit 0
 fi
 [ -f "$B/liblash.so" ] || { echo "bench_love: $B/liblash.so is missing (run make)" >&2; exit 1; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-chmod 711 "$tmp"   # sandboxes as root run as their own uids
 export LASH_SANDBOX_ROOT=$tmp/sandboxes
 game() { # OUTDIR ARGS...
   local out=$1; shift

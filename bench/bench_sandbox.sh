@@ -6,12 +6,9 @@
 # lash's wall time against `head | cat > /dev/null` of the same bytes, and
 # the lash process's peak memory against the aim 2 x max_output_bytes +
 # 10 MiB. Prints rows `| name | value | unit | note |`.
-set -u
-cd "$(dirname "$0")/.."
-B=${LASH_BUILD:-build}
+. "$(dirname "$0")/lib.sh"
 LASH_BIN=${LASH_BIN:-$B/bin/lash}
 N=${LASH_BENCH_SANDBOX_RUNS:-200}
-row() { echo "| $1 | $2 | $3 | $4 |"; }
 [ -x "$LASH_BIN" ] || { echo "bench_sandbox: $LASH_BIN is missing (run make)" >&2; exit 1; }
 probe=$("$LASH_BIN" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
 if [ "${probe%% *}" != "yes" ]; then
@@ -19,11 +16,8 @@ if [ "${probe%% *}" != "yes" ]; then
   exit 0
 fi
 mkdir -p "$B/bench"
-cc -O2 -Wall -Isrc $(pkg-config --cflags lua5.4) bench/sandbox_bare.c "$B/liblash_internal.a" \
+cc -O2 -Wall $LASH_INC $(pkg-config --cflags lua5.4) bench/sandbox_bare.c "$B/liblash_internal.a" \
    -o "$B/bench/sandbox_bare" || exit 1
-tmp=$(mktemp -d /tmp/lash-bench-sandbox.XXXXXX)
-chmod 711 "$tmp"
-trap 'rm -rf "$tmp"' EXIT
 run_lua() { "$LASH_BIN" eval "_G.arg = {$1}; dofile('bench/sandbox_bench.lua')" 2>"$tmp/err" \
               || { cat "$tmp/err" >&2; return 1; }; }
 

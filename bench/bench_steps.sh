@@ -12,24 +12,14 @@
 # interleaved so load hits them alike; per-step overhead = (median - floor
 # median) / K; peak RSS from /usr/bin/time -v at K=200. Ends with issue
 # 15's goals, each measured in this run next to its aim.
-set -u
-cd "$(dirname "$0")/.."
-B=${LASH_BUILD:-build}
+. "$(dirname "$0")/lib.sh"
 LASH_BIN=${LASH_BIN:-$B/bin/lash}
 RUNS=${LASH_BENCH_STEPS_RUNS:-5}
 KS=${LASH_BENCH_STEPS_K:-"0 20 200 1000"}
-out=$B/bench
-mkdir -p "$out"
-row() { echo "| $1 | $2 | $3 | $4 |"; }
 cc -O2 -o "$out/agent_server" bench/agent_server.c || exit 1
 cc -O2 -o "$out/agent_floor" bench/agent_floor.c $(pkg-config --cflags --libs libcurl) || exit 1
-[ -x "$LASH_BIN" ] || { echo "bench_steps: $LASH_BIN is missing (run make)" >&2; exit 1; }
-tmp=$(mktemp -d /tmp/lash-bench-steps.XXXXXX)
-chmod 711 "$tmp"
+need "$LASH_BIN"
 mkdir -p "$tmp/ws" "$tmp/state"
-srv=
-cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
 export LASH_SANDBOX_ROOT=$tmp/state OPENAI_API_KEY=bench
 jail=yes
 probe=$("$LASH_BIN" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
@@ -62,10 +52,7 @@ ms() { awk -v u="$1" 'BEGIN { printf "%.1f", u / 1000 }'; }
 kinds="floor none"
 [ -n "$jail" ] && kinds="floor none sandbox bwrap"
 for k in $KS; do
-  "$out/agent_server" "$k" 1800 run_command >"$tmp/port" &
-  srv=$!
-  for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.05; done
-  port=$(cat "$tmp/port")
+  start_server 50 "$out/agent_server" "$k" 1800 run_command
   n=$RUNS; [ "$k" -ge 1000 ] && n=$(( RUNS < 3 ? RUNS : 3 ))
   for kind in $kinds; do : >"$tmp/t.$kind"; done
   for _ in $(seq "$n"); do

@@ -8,19 +8,17 @@
 # edit), Ctrl-C cancelling a turn mid-tool (its sandbox command killed),
 # /reset /model /tools /help /save, unknown commands, history recall and
 # persistence, NO_COLOR, the exit codes. TAP output.
-set -u
-cd "$(dirname "$0")/../.."
-BUILD=${LASH_BUILD:-build}
+. "$(dirname "$0")/../lib.sh"
 LASH=$PWD/$BUILD/bin/lash
-[ -x "$LASH" ] || { echo "1..0 # SKIP $LASH is not built"; exit 0; }
+[ -x "$LASH" ] || skip_all "$LASH is not built"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
-[ -n "$PY" ] || { echo "1..0 # SKIP needs python3 (its pty module drives the terminal)"; exit 0; }
-"$PY" -c 'import os; os.openpty()' 2>/dev/null || { echo "1..0 # SKIP no pseudo-terminals here (/dev/ptmx)"; exit 0; }
+[ -n "$PY" ] || skip_all "needs python3 (its pty module drives the terminal)"
+"$PY" -c 'import os; os.openpty()' 2>/dev/null || skip_all "no pseudo-terminals here (/dev/ptmx)"
 T=$(mktemp -d /tmp/lash-chat.XXXXXX); chmod 711 "$T"
 SERVER=
 cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
+at_exit cleanup
 unset LASH_CONFIG LASH_MODEL LASH_SANDBOX_BACKEND ANTHROPIC_API_KEY ANTHROPIC_BASE_URL NO_COLOR
 export LASH_SANDBOX_ROOT=$T/sandboxes XDG_CONFIG_HOME=$T/cfg
 mkdir -p "$T/home"

@@ -1,19 +1,16 @@
 #!/usr/bin/env bash
 # The lash host as a user meets it: --help, --version, eval, errors with a
 # traceback and a non-zero exit, and the memory budget from the command line.
-set -u
-cd "$(dirname "$0")/../.."
-L=${LASH_BUILD:-build}/bin/lash
-n=0; bad=0
+. "$(dirname "$0")/../lib.sh"
+L=$BUILD/bin/lash
 check() { # check NAME EXPECTED_RC PATTERN -- cmd...
   local name=$1 want_rc=$2 pat=$3; shift 4
   local out rc
   out=$("$@" 2>&1); rc=$?
-  n=$((n + 1))
   if [ "$rc" -eq "$want_rc" ] && printf '%s' "$out" | grep -qE -- "$pat"; then
-    echo "ok $n - $name"
+    ok "$name"
   else
-    bad=1; echo "not ok $n - $name (exit $rc, want $want_rc)"; printf '%s\n' "$out" | sed 's/^/#   /' | head -20
+    not_ok "$name (exit $rc, want $want_rc)" "$(printf '%s\n' "$out" | head -20)"
   fi
 }
 check "--version prints the version" 0 '^lash [0-9]+\.[0-9]+\.[0-9]+$' -- "$L" --version
@@ -28,5 +25,4 @@ check "lash.sys.memory reports the budget" 0 '^[0-9]+	67108864$' -- "$L" --memor
 check "a negative size is refused" 2 'is not a size' -- "$L" --memory-limit -5 --version
 check "an overflowing size is refused" 2 'is not a size' -- "$L" --memory-limit 17179869184G --version
 check "junk after a size is refused" 2 'is not a size' -- "$L" --memory-limit 12x --version
-echo "1..$n"
-exit $bad
+done_testing

@@ -4,25 +4,15 @@
 # one must be contained and leave the host working. Meant to run as root
 # too (CI): the jail must keep the host's secrets out even then. Prints TAP;
 # skips cleanly where bubblewrap or user namespaces are missing.
-set -u
-cd "$(dirname "$0")/../.."
-BUILD=${LASH_BUILD:-build}
+. "$(dirname "$0")/../lib.sh"
 LASH=${LASH_BIN:-$BUILD/bin/lash}
-n=0; failed=0
 
-ok()   { n=$((n+1)); echo "ok $n - $1"; }
-nok()  { n=$((n+1)); failed=$((failed+1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-check() { # check DESC CONDITION-COMMAND...
-  local d=$1; shift
-  if "$@"; then ok "$d"; else nok "$d" "failed: $*"; fi
-}
 
-if [ ! -x "$LASH" ]; then echo "1..0 # SKIP $LASH is not built"; exit 0; fi
+if [ ! -x "$LASH" ]; then skip_all "$LASH is not built"; fi
 # stdout only: a sanitized build may print warnings on stderr
 probe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
 if [ "${probe%% *}" != "yes" ]; then
-  echo "1..0 # SKIP no bubblewrap jail here: ${probe#no }"
-  exit 0
+  skip_all "no bubblewrap jail here: ${probe#no }"
 fi
 
 work=$(mktemp -d /tmp/lash-containment.XXXXXX)
@@ -35,7 +25,7 @@ cleanup() {
   rm -f /root/.lash-containment-secret 2>/dev/null
   rm -rf "$work"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 sb() { "$LASH" sandbox "$@"; }
 # jail CMD...: run a shell snippet in the sandbox; sets out, err, rc
@@ -156,7 +146,7 @@ if [ "$(id -u)" = 0 ]; then
   for _ in $(seq 40); do [ "$(leftovers 'bom[b]')" = 0 ] && break; sleep 0.5; done
   sb destroy "$A"; sb destroy "$B"
 else
-  n=$((n+1)); echo "ok $n - # SKIP sandbox A vs B fork bomb: as uid $(id -u) every sandbox shares this uid's process count (lash separates them by uid only as root)"
+  skip "" "sandbox A vs B fork bomb: as uid $(id -u) every sandbox shares this uid's process count (lash separates them by uid only as root)"
 fi
 
 # --- a cgroup per sandbox: pids.max and memory.max ---------------------------
@@ -410,16 +400,16 @@ if [ "$(id -u)" = 0 ] && [ -z "${LASH_CONTAINMENT_NESTED:-}" ]; then
   # starve this one
   as_uid=${LASH_CONTAINMENT_UID:-$((61000 + $$ % 4000))}
   if ! command -v setpriv >/dev/null; then
-    n=$((n+1)); echo "ok $n - # SKIP the unprivileged run: setpriv is missing (util-linux)"
+    skip "" "the unprivileged run: setpriv is missing (util-linux)"
   else
     sub=$(setpriv --reuid "$as_uid" --regid "$as_uid" --clear-groups env -i PATH="$PATH" HOME=/tmp \
           LASH_CONTAINMENT_NESTED=1 LASH_BUILD="$BUILD" LASH_BIN="$LASH" bash "$0" 2>&1)
     while IFS= read -r line; do
       case $line in
-        "ok "*"# SKIP"*) n=$((n+1)); echo "ok $n - as uid $as_uid: # SKIP ${line#*# SKIP }" ;;
+        "ok "*"# SKIP"*) skip "as uid $as_uid:" "${line#*# SKIP }" ;;
         "ok "*) ok "as uid $as_uid: ${line#ok * - }" ;;
-        "not ok "*) nok "as uid $as_uid: ${line#not ok * - }" ;;
-        "1..0"*) n=$((n+1)); echo "ok $n - as uid $as_uid: # SKIP ${line#*# SKIP }" ;;
+        "not ok "*) not_ok "as uid $as_uid: ${line#not ok * - }" ;;
+        "1..0"*) skip "as uid $as_uid:" "${line#*# SKIP }" ;;
         "#"*) echo "$line" ;;
       esac
     done <<<"$sub"
@@ -432,6 +422,5 @@ if [ "$(id -u)" = 0 ] && [ -z "${LASH_CONTAINMENT_NESTED:-}" ]; then
   fi
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing
 

@@ -6,35 +6,20 @@
 # request (the fake OpenAI server records it); a default backend; `lash
 # models` against fake OpenAI-compatible and Anthropic model lists
 # (paging, keys, failures). TAP output.
-set -u
-cd "$(dirname "$0")/../.."
-BUILD=${LASH_BUILD:-build}
+. "$(dirname "$0")/../lib.sh"
 LASH=$PWD/$BUILD/bin/lash
-[ -x "$LASH" ] || { echo "1..0 # SKIP $LASH is not built"; exit 0; }
-command -v python3 >/dev/null || { echo "1..0 # SKIP needs python3 for the fake servers"; exit 0; }
+[ -x "$LASH" ] || skip_all "$LASH is not built"
+command -v python3 >/dev/null || skip_all "needs python3 for the fake servers"
 T=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
+at_exit cleanup
 # a clean environment: nothing from the developer's own setup leaks in
 unset LASH_CONFIG LASH_MODEL LASH_SANDBOX_BACKEND OPENAI_API_KEY OPENAI_BASE_URL ANTHROPIC_API_KEY ANTHROPIC_BASE_URL
 export HOME=$T/home XDG_CONFIG_HOME=$T/cfg
 mkdir -p "$HOME" "$XDG_CONFIG_HOME/lash"
 CFG=$XDG_CONFIG_HOME/lash/config.lua
 
-n=0; failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "got:
-$2
-want:
-$3"; fi; }
-contains() { case "$2" in *"$3"*) ok "$1";; *) not_ok "$1" "missing: $3
-in:
-$2";; esac; }
-lacks() { case "$2" in *"$3"*) not_ok "$1" "unexpected: $3
-in:
-$2";; *) ok "$1";; esac; }
 start() { # start NAME ARGS...: a fake server, its port in $T/NAME.port
   local name=$1; shift
   python3 "$@" > "$T/$name.port" 2>"$T/$name.err" & PIDS+=($!)
@@ -43,11 +28,11 @@ start() { # start NAME ARGS...: a fake server, its port in $T/NAME.port
 
 # -- no config file: defaults
 out=$("$LASH" config show 2>&1); rc=$?
-check "config show without a file succeeds" "$rc" "0"
+same "config show without a file succeeds" "$rc" "0"
 contains "it says the file is not there" "$out" "config file: $CFG (not found: using defaults)"
 contains "the OpenAI base URL is the default" "$out" "providers.openai.base_url     https://api.openai.com/v1  (default)"
-check "config path follows XDG_CONFIG_HOME" "$("$LASH" config path)" "$CFG"
-check "LASH_CONFIG names another file" "$(LASH_CONFIG=/x/y.lua "$LASH" config path)" "/x/y.lua"
+same "config path follows XDG_CONFIG_HOME" "$("$LASH" config path)" "$CFG"
+same "LASH_CONFIG names another file" "$(LASH_CONFIG=/x/y.lua "$LASH" config path)" "/x/y.lua"
 
 # -- a config file, with each source
 echo "sk-from-a-file-123" > "$T/akey"
@@ -63,7 +48,7 @@ sandbox = { backend = "local" }
 mcp_servers = { fs = { command = { "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp" } } }
 LUA
 out=$(MY_OAI_KEY=sk-oai-secret-456 "$LASH" config show 2>&1); rc=$?
-check "config show succeeds" "$rc" "0"
+same "config show succeeds" "$rc" "0"
 contains "the model comes from the config" "$out" "model                         test  (config)"
 contains "model settings are shown" "$out" "model_settings.temperature    0.25  (config)"
 contains "a configured base URL" "$out" "providers.openai.base_url     http://127.0.0.1:9/v1  (config)"
@@ -91,7 +76,7 @@ refuse() { # refuse NAME TEXT EXPECTED
   printf '%s\n' "$2" > "$T/bad.lua"
   local o rc
   o=$(LASH_CONFIG=$T/bad.lua timeout 20 "$LASH" config show 2>&1); rc=$?
-  check "$1: exit 1" "$rc" "1"
+  same "$1: exit 1" "$rc" "1"
   contains "$1: says why" "$o" "$3"
 }
 refuse "no globals" 'os.execute("touch '"$T"'/pwned")' "a config file has no globals or functions"
@@ -107,13 +92,13 @@ refuse "bad backends named" 'sandbox = { backend = "docker" }' "unknown backend 
 refuse "MCP servers need a command or url" 'mcp_servers = { fs = {} }' "give exactly one of command"
 refuse "syntax errors with the line" 'model = ' "bad.lua:2:"
 o=$(LASH_CONFIG=$T/none.lua "$LASH" config show 2>&1); rc=$?
-check "a missing LASH_CONFIG file fails" "$rc" "1"
+same "a missing LASH_CONFIG file fails" "$rc" "1"
 contains "and says which variable named it" "$o" "(named by LASH_CONFIG)"
 printf 'return { model = "test" }\n' > "$T/ret.lua"
-check "a file may return one table" "$(LASH_CONFIG=$T/ret.lua "$LASH" config check)" "$T/ret.lua: ok"
+same "a file may return one table" "$(LASH_CONFIG=$T/ret.lua "$LASH" config check)" "$T/ret.lua: ok"
 printf 'modle = 1\n' > "$T/bad.lua"
 o=$(LASH_CONFIG=$T/bad.lua "$LASH" run examples/test_model.lua hi 2>&1); rc=$?
-check "lash run refuses a broken config (a spec error, 6)" "$rc" "6"
+same "lash run refuses a broken config (a spec error, 6)" "$rc" "6"
 contains "naming the file and the cause" "$o" "lash run: $T/bad.lua: config: unknown setting 'modle'"
 
 # -- the config reaches lash run
@@ -122,7 +107,7 @@ local lash = require "lash"
 return lash.agent { instructions = "Answer briefly." }
 LUA
 out=$("$LASH" run "$T/nomodel.lua" hi 2>&1); rc=$?
-check "a spec without a model runs on the config's default" "$rc" "0"
+same "a spec without a model runs on the config's default" "$rc" "0"
 contains "the config's test model answered" "$out" "success (no tool calls)"
 start openai tests/servers/fake_openai.py --fixture text --lifetime 60
 OPORT=$(cat "$T/openai.port")
@@ -136,7 +121,7 @@ local lash = require "lash"
 return lash.agent { instructions = "Answer briefly.", model_settings = { max_tokens = 55 } }
 LUA
 out=$(MY_OAI_KEY=sk-cfg-key "$LASH" run --no-stream "$T/settings.lua" hi 2>&1); rc=$?
-check "a run through the config's provider succeeds" "$rc" "0"
+same "a run through the config's provider succeeds" "$rc" "0"
 contains "the fake OpenAI answered" "$out" "Hello there, how may I assist you today?"
 reqs=$(curl -s "http://127.0.0.1:$OPORT/_requests")
 contains "the request went to the config's base URL" "$reqs" '"path": "/v1/chat/completions"'
@@ -148,7 +133,7 @@ out=$(MY_OAI_KEY=sk-cfg-key "$LASH" run --model test "$T/settings.lua" hi 2>&1)
 contains "--model beats the config" "$out" "success (no tool calls)"
 printf 'sandbox = { backend = "modal" }\n' > "$CFG"
 out=$("$LASH" run examples/test_model.lua hi 2>&1); rc=$?
-check "a default backend leaves a spec without a sandbox alone" "$rc" "0"
+same "a default backend leaves a spec without a sandbox alone" "$rc" "0"
 
 # -- lash models
 rm -f "$CFG"
@@ -158,14 +143,14 @@ start ant tests/servers/fake_models.py --flavor anthropic --key sk-ant --lifetim
 start fail tests/servers/fake_models.py --fail 503 --lifetime 60
 O=http://127.0.0.1:$(cat "$T/oai.port")/v1; A=http://127.0.0.1:$(cat "$T/ant.port")
 out=$("$LASH" models 2>&1); rc=$?
-check "models with nothing configured succeeds" "$rc" "0"
+same "models with nothing configured succeeds" "$rc" "0"
 contains "names what Anthropic needs" "$out" "anthropic  https://api.anthropic.com
   not asked: set ANTHROPIC_API_KEY"
 contains "names what OpenAI needs" "$out" "not asked: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)"
 contains "lists the offline providers" "$out" "test
   offline scripted model built into lash (no server)"
 out=$(OPENAI_BASE_URL=$O ANTHROPIC_BASE_URL=$A ANTHROPIC_API_KEY=sk-ant "$LASH" models 2>&1); rc=$?
-check "models against both servers succeeds" "$rc" "0"
+same "models against both servers succeeds" "$rc" "0"
 contains "Anthropic's models, every page" "$out" "anthropic  $A
   claude-sonnet-4-6  Claude Sonnet 4.6
   claude-opus-4-1  Claude Opus 4.1
@@ -175,29 +160,28 @@ contains "an OpenAI-compatible server's models, no key needed" "$out" "openai  $
   gpt-4.1-mini  openai
   llama3.2  library"
 out=$(OPENAI_BASE_URL=$O "$LASH" models openai --json)
-check "--json" "$out" '{"providers":[{"base_url":"'"$O"'","models":[{"id":"gpt-4.1","name":"openai"},{"id":"gpt-4.1-mini","name":"openai"},{"id":"llama3.2","name":"library"}],"name":"openai"}]}'
+same "--json" "$out" '{"providers":[{"base_url":"'"$O"'","models":[{"id":"gpt-4.1","name":"openai"},{"id":"gpt-4.1-mini","name":"openai"},{"id":"llama3.2","name":"library"}],"name":"openai"}]}'
 K=http://127.0.0.1:$(cat "$T/oaikey.port")/v1
 printf 'providers = { openai = { base_url = "%s", api_key_env = "MY_OAI_KEY" } }\n' "$K" > "$CFG"
 out=$(MY_OAI_KEY=sk-oai "$LASH" models openai 2>&1); rc=$?
-check "models uses the config's base URL and key" "$rc" "0"
+same "models uses the config's base URL and key" "$rc" "0"
 contains "and lists the models" "$out" "gpt-4.1-mini"
 out=$(MY_OAI_KEY=wrong "$LASH" models openai 2>&1); rc=$?
-check "a refused key fails" "$rc" "1"
+same "a refused key fails" "$rc" "1"
 contains "naming the status, the server's message and the fix" "$out" "lash models: openai: HTTP 401 invalid_request_error: Incorrect API key provided (GET $K/models); check the API key"
 rm -f "$CFG"
 out=$(ANTHROPIC_BASE_URL=$A ANTHROPIC_API_KEY=bad "$LASH" models anthropic 2>&1); rc=$?
-check "Anthropic refusing the key fails" "$rc" "1"
+same "Anthropic refusing the key fails" "$rc" "1"
 contains "with Anthropic's error" "$out" "HTTP 401 authentication_error: invalid x-api-key"
 out=$(OPENAI_BASE_URL=http://127.0.0.1:$(cat "$T/fail.port")/v1 "$LASH" models openai test 2>&1); rc=$?
-check "a failing server fails the command" "$rc" "1"
+same "a failing server fails the command" "$rc" "1"
 contains "with its status" "$out" "HTTP 503 server_error: the fake fails on purpose"
 contains "the other providers are still listed" "$out" "offline scripted model"
 out=$(OPENAI_BASE_URL=http://127.0.0.1:1/v1 "$LASH" models openai --timeout 5 2>&1); rc=$?
-check "an unreachable server fails" "$rc" "1"
+same "an unreachable server fails" "$rc" "1"
 contains "saying it cannot be reached" "$out" "openai: cannot reach http://127.0.0.1:1/v1/models"
 out=$("$LASH" models nosuch 2>&1); rc=$?
-check "an unknown provider is a usage error" "$rc" "2"
+same "an unknown provider is a usage error" "$rc" "2"
 contains "naming the known ones" "$out" "unknown provider 'nosuch' (known: anthropic, openai, test, function)"
 
-echo "1..$n"
-exit $failed
+done_testing

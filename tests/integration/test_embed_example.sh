@@ -4,22 +4,19 @@
 # agent builds a village through two C-registered tools, and the host
 # reports how many frames' work (lash_step included) took longer than one
 # frame budget: a figure, not asserted (nothing here is timed). TAP.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 B=$(cd "${LASH_BUILD:-build}" && pwd)
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 
 cflags="-O2 -g -Wall -Wextra"
 if [ -n "${LASH_SANITIZED:-}" ]; then
   cflags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 fi
-log=$(mktemp); events=$(mktemp); trap 'rm -f "$log" "$events"' EXIT
+log=$(mktemp); events=$(mktemp); at_exit 'rm -f "$log" "$events"'
 make -s -C examples/embed BUILD="$B" CFLAGS="$cflags" "$B/examples/embed/host" >"$log" 2>&1
 rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
 ok $rc "host.c builds with pkg-config flags against the built library"
-[ $rc -ne 0 ] && { echo "1..$n"; exit 1; }
+[ $rc -ne 0 ] && done_testing
 
 (cd examples/embed && "$B/examples/embed/host" village.lua --events "$events") >"$log" 2>&1
 rc=$?
@@ -52,5 +49,4 @@ echo "# $(grep '^late frames' "$log")"
 # quiet machine); here only that the host measured and reported it
 [ -n "$late" ]; ok $? "the host reports its late frames (${late:-?}; make bench measures them)"
 [ $failed -ne 0 ] && sed 's/^/# /' "$log" | tail -40
-echo "1..$n"
-exit $failed
+done_testing

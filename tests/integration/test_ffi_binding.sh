@@ -6,14 +6,13 @@
 # loop of steps with a callback in each (code the JIT compiles); closing
 # twice; results readable after close; a missing library named in the error.
 # TAP; nothing is timed.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 B=$(cd "${LASH_BUILD:-build}" && pwd)
-command -v luajit >/dev/null 2>&1 || { echo "1..0 # SKIP luajit is not installed (make deps installs it)"; exit 0; }
-[ -f "$B/liblash.so" ] || { echo "1..0 # SKIP $B/liblash.so is not built"; exit 0; }
+command -v luajit >/dev/null 2>&1 || skip_all "luajit is not installed (make deps installs it)"
+[ -f "$B/liblash.so" ] || skip_all "$B/liblash.so is not built"
 if [ -n "${LASH_SANITIZED:-}" ]; then
   # the luajit interpreter cannot load an ASan library; make test runs this
-  echo "1..0 # SKIP a sanitized liblash cannot load into luajit (make test runs this)"; exit 0
+  skip_all "a sanitized liblash cannot load into luajit (make test runs this)"
 fi
 LASH_LIB=$B/liblash.so luajit - <<'LUA'
 package.path = "examples/ffi/?.lua;" .. package.path

@@ -7,11 +7,8 @@
 # tool, and the installed CLI runs; then, with the installed Lua files
 # removed, the host and the CLI still run (the modules are compiled in),
 # and the host links the installed liblash.a statically. TAP.
-set -u
-cd "$(dirname "$0")/../.."
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../lib.sh"
+new_tmp tmp
 log=$tmp/log
 
 make -s install DESTDIR="$tmp/stage" PREFIX=/opt/lash >"$log" 2>&1
@@ -129,5 +126,4 @@ ok $? "the static host loads no liblash, liblua or libyaml at run time"
 rc=$?; grep -q '^status 2: Stocked: added sword (1 items)$' "$log" || rc=1
 [ $rc -ne 0 ] && sed 's/^/# /' "$log"
 ok $rc "the statically linked C++17 host runs its agent"
-echo "1..$n"
-exit $failed
+done_testing

@@ -10,28 +10,25 @@
 # shows Ada on the chest's tile). A liblash that binds its Lua calls to LÖVE's
 # LuaJIT segfaults in lash_open here. TAP; nothing is timed (frame times are
 # reported, and measured by `bash bench/run.sh love`).
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 ROOT=$PWD
 B=$(cd "${LASH_BUILD:-build}" && pwd)
 LASH=${LASH_BIN:-$ROOT/build/bin/lash}
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 
-command -v love >/dev/null 2>&1 || { echo "1..0 # SKIP love is not installed (make deps installs Debian's love)"; exit 0; }
-command -v xvfb-run >/dev/null 2>&1 || { echo "1..0 # SKIP xvfb-run is not installed (make deps installs xvfb and xauth)"; exit 0; }
-command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP needs python3 to read the results"; exit 0; }
-[ -f "$B/liblash.so" ] || { echo "1..0 # SKIP $B/liblash.so is not built"; exit 0; }
-[ -x "$LASH" ] || { echo "1..0 # SKIP $LASH is not built (it probes for a sandbox)"; exit 0; }
+command -v love >/dev/null 2>&1 || skip_all "love is not installed (make deps installs Debian's love)"
+command -v xvfb-run >/dev/null 2>&1 || skip_all "xvfb-run is not installed (make deps installs xvfb and xauth)"
+command -v python3 >/dev/null 2>&1 || skip_all "needs python3 to read the results"
+[ -f "$B/liblash.so" ] || skip_all "$B/liblash.so is not built"
+[ -x "$LASH" ] || skip_all "$LASH is not built (it probes for a sandbox)"
 probe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
 if [ "${probe%% *}" != "yes" ]; then
-  echo "1..0 # SKIP no bubblewrap jail here (the NPC runs a sandbox command): ${probe#no }"; exit 0
+  skip_all "no bubblewrap jail here (the NPC runs a sandbox command): ${probe#no }"
 fi
 
 lua5.4 tests/integration/ffi_cdef_check.lua src/lash.h examples/ffi/lash_ffi.lua 2>&1 | sed 's/^/# /'
 ok "${PIPESTATUS[0]}" "lash_ffi.lua declares exactly lash.h's API and constants"
 
-work=$(mktemp -d /tmp/lash-love.XXXXXX); trap 'rm -rf "$work"' EXIT
+new_tmp work /tmp/lash-love.XXXXXX
 chmod 711 "$work"
 export LASH_SANDBOX_ROOT=$work/sandboxes
 # A sanitized liblash (make check) needs the sanitizer runtimes loaded
@@ -52,7 +49,7 @@ ok $rc "the game ran to the end and exited 0 (exit $rc$([ $rc -ge 128 ] && echo 
 if [ $rc -ne 0 ]; then
   grep -v '^ALSA\|^AL lib' "$work/stderr" | sed 's/^/# stderr: /' | head -20
 fi
-[ -f "$work/result.json" ] || { ok 1 "the game wrote result.json (it died before)"; echo "1..$n"; exit 1; }
+[ -f "$work/result.json" ] || { ok 1 "the game wrote result.json (it died before)"; done_testing; }
 
 check() { # description, python expression over r (result.json) and ev (the events)
   python3 - "$work" "$2" <<'PY' >"$work/check" 2>&1
@@ -107,5 +104,4 @@ if [ -f "$work/screenshot.png" ]; then
 else
   ok 1 "the game saved a screenshot"
 fi
-echo "1..$n"
-exit $failed
+done_testing

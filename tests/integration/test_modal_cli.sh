@@ -2,13 +2,9 @@
 # The `lash sandbox` CLI with --backend modal against the fake Modal (h2c, so
 # no CA option is needed; credentials and server URL come from a profile in
 # MODAL_CONFIG_PATH, as a user's ~/.modal.toml would give them). TAP output.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 B=${LASH_BUILD:-build}
 LASH="$B/bin/lash"
-n=0; fail=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi; }
-skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 
 [ -x /usr/bin/python3 ] || skip_all "/usr/bin/python3 missing"
 /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null || skip_all "python3-grpcio/protobuf missing"
@@ -18,7 +14,7 @@ state=$(mktemp -d)
 /usr/bin/python3 tests/modal_fake/server.py --state "$state" --lifetime 300 --watch-pid $$ \
   >"$state/server.log" 2>&1 &
 fake=$!
-trap 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$state"' EXIT
+at_exit 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$state"'
 for _ in $(seq 300); do [ -f "$state/ports.json" ] && break; sleep 0.1; done
 [ -f "$state/ports.json" ] || { echo "Bail out! fake did not start"; cat "$state/server.log"; exit 1; }
 port=$(/usr/bin/python3 -c "import json;print(json.load(open('$state/ports.json'))['control'])")
@@ -83,5 +79,4 @@ curl -sS -D "$state/h" -o /dev/null --http2-prior-knowledge -X POST -H 'content-
   -H 'x-modal-token-id: ak-fake-id' -H 'x-modal-token-secret: as-fake-secret' \
   "http://127.0.0.1:$port/modal.client.ModalClient/ClientHello"
 grep -qi '^grpc-message: Missing :te header' "$state/h"; ok $? "the fake refuses a call without te: trailers"
-echo "1..$n"
-exit $fail
+done_testing

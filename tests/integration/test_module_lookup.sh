@@ -4,18 +4,15 @@
 # when it is unset, $LASH_LUA_DIR) is searched first, module by module;
 # Lua C modules cannot load into its hidden Lua and say why. A C host
 # (hosts/lookup_host.c) prints what its chunk prints. TAP.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 B=${LASH_BUILD:-build}
-[ -e "$B/liblash.so" ] || { echo "1..0 # SKIP $B/liblash.so is missing (run make)"; exit 0; }
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+[ -e "$B/liblash.so" ] || skip_all "$B/liblash.so is missing (run make)"
+new_tmp tmp
 absb=$(cd "$B" && pwd)
 cflags="-O1"   # under make check, the host is sanitized like the library
 [ -n "${LASH_SANITIZED:-}" ] && cflags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined"
 cc $cflags -Wall -Isrc -o "$tmp/host" tests/integration/hosts/lookup_host.c -L"$absb" -llash -Wl,-rpath,"$absb" \
-  || { echo "not ok 1 - the host builds"; echo "1..1"; exit 1; }
+  || { not_ok "the host builds"; done_testing; }
 src='local f
 for _, v in pairs(require "lash.agent") do if type(v) == "function" then f = v break end end
 print(debug.getinfo(f, "S").source)'
@@ -52,5 +49,4 @@ ok $? "package.loadlib fails the same way, loading nothing"
 out=$(run ./host - 'require "lash.nope"')
 echo "$out" | grep -q "no module 'lash.nope' among lash's built-in modules"
 ok $? "an unknown lash module says it is not among the built-in ones"
-echo "1..$n"
-exit $failed
+done_testing

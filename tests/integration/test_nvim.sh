@@ -7,21 +7,18 @@
 # lash://output buffer. Checks the edited buffer, the output buffer, the
 # events, and that nvim exits cleanly (a liblash that binds its Lua calls to
 # Neovim's LuaJIT segfaults here). TAP; nothing is timed.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 ROOT=$PWD
 B=$(cd "${LASH_BUILD:-build}" && pwd)
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 
-command -v nvim >/dev/null 2>&1 || { echo "1..0 # SKIP nvim is not installed (make deps installs Debian's neovim)"; exit 0; }
-[ -f "$B/liblash.so" ] || { echo "1..0 # SKIP $B/liblash.so is not built"; exit 0; }
-command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP needs python3 to read the results"; exit 0; }
+command -v nvim >/dev/null 2>&1 || skip_all "nvim is not installed (make deps installs Debian's neovim)"
+[ -f "$B/liblash.so" ] || skip_all "$B/liblash.so is not built"
+command -v python3 >/dev/null 2>&1 || skip_all "needs python3 to read the results"
 
 lua5.4 tests/integration/ffi_cdef_check.lua src/lash.h examples/nvim/lua/lash_ffi.lua 2>&1 | sed 's/^/# /'
 ok "${PIPESTATUS[0]}" "the plugin's lash_ffi.lua declares exactly lash.h's API and constants"
 
-work=$(mktemp -d /tmp/lash-nvim.XXXXXX); trap 'rm -rf "$work"' EXIT
+new_tmp work /tmp/lash-nvim.XXXXXX
 printf '%s\n' "Shopping" "TODO buy milk" "  TODO: call the baker" "bread (have it)" > "$work/todo.txt"
 cat > "$work/driver.lua" <<'LUA'
 -- runs inside nvim: the user's steps, then the outcome into files
@@ -113,5 +110,4 @@ r = json.load(open(sys.argv[1]))
 sys.exit(0 if r["status"] == "failed" and sys.argv[2] + "/missing/liblash.so" in r["error"] else 1)' "$work/missing.json" "$work" 2>/dev/null
 ok $? "the error names the library it could not load"
 grep -q "lash: .*missing/liblash.so" "$work/stderr2"; ok $? "and the user sees it (vim.notify)"
-echo "1..$n"
-exit $failed
+done_testing

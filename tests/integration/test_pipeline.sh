@@ -6,32 +6,19 @@
 # line: a sandbox held by another holder is refused, the same holder
 # re-enters, Airflow's environment supplies owner and holder. Then the same
 # pipeline on the fake Modal (tests/modal_fake). TAP output.
-set -u
-cd "$(dirname "$0")/../.."
-BUILD=${LASH_BUILD:-build}
+. "$(dirname "$0")/../lib.sh"
 LASH=$PWD/$BUILD/bin/lash
-[ -x "$LASH" ] || { echo "1..0 # SKIP $LASH is not built"; exit 0; }
+[ -x "$LASH" ] || skip_all "$LASH is not built"
 ROOT=$(mktemp -d); OUT=$(mktemp -d)
 chmod 711 "$ROOT"
-trap 'rm -rf "$ROOT" "$OUT"' EXIT
+at_exit 'rm -rf "$ROOT" "$OUT"'
 export LASH_SANDBOX_ROOT=$ROOT
 unset AIRFLOW_CTX_DAG_ID AIRFLOW_CTX_DAG_RUN_ID AIRFLOW_CTX_TASK_ID AIRFLOW_CTX_MAP_INDEX
 
-n=0; failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "got:
-$2
-want:
-$3"; fi; }
-contains() { case "$2" in *"$3"*) ok "$1";; *) not_ok "$1" "missing: $3
-in:
-$2";; esac; }
 
 probe=$("$LASH" sandbox create --timeout 5 2>&1); rc=$?
 if [ $rc -ne 0 ]; then
-  echo "1..0 # SKIP the local sandbox cannot run here: $probe"
-  exit 0
+  skip_all "the local sandbox cannot run here: $probe"
 fi
 "$LASH" sandbox destroy "$probe" >/dev/null 2>&1
 
@@ -39,8 +26,8 @@ fi
 OWNER="pipeline/test-$$"
 out=$(OWNER=$OWNER LASH=$LASH sh examples/pipeline/run.sh "$OUT" 2>"$OUT/stderr"); rc=$?
 err=$(cat "$OUT/stderr")
-check "examples/pipeline/run.sh succeeds" "$rc" "0"
-check "the collected report carries both steps' work" "$(cat "$OUT/report.md" 2>/dev/null)" "# Orders report
+same "examples/pipeline/run.sh succeeds" "$rc" "0"
+same "the collected report carries both steps' work" "$(cat "$OUT/report.md" 2>/dev/null)" "# Orders report
 
 - 4 orders, 438.75 in total; the largest is 210.00 from initech
 
@@ -51,30 +38,30 @@ H=$(printf '%s\n' "$out" | sed -n 's/^sandbox //p')
 contains "the wrong owner is refused, naming the handle, the owner presented and the owner found" "$err" \
   "lash run: refused: Sandbox '$H' is not owned by 'someone-else': it carries owner '$OWNER'. Attach with the owner the provisioning step stamped"
 contains "the second step saw the first step's file" "$out" "Reviewed /workspace/report.md and signed it off."
-check "nothing is left under the state root" "$("$LASH" sandbox list)" ""
+same "nothing is left under the state root" "$("$LASH" sandbox list)" ""
 tags=$("$LASH" sandbox tags "$H" 2>&1); rc=$?
-check "the destroyed sandbox is gone (exit 3, unavailable)" "$rc" "3"
+same "the destroyed sandbox is gone (exit 3, unavailable)" "$rc" "3"
 
 # -- holder rules from the command line
 H=$("$LASH" sandbox create --owner owner-1 --timeout 600)
 "$LASH" sandbox write "$H" /workspace/input/orders.csv < examples/pipeline/orders.csv
 "$LASH" run examples/pipeline/analyse.lua "Analyse the orders." --attach "$H" --owner owner-1 --no-stream >/dev/null 2>&1
-check "a finished run leaves the owner and no holder" "$("$LASH" sandbox tags "$H" | grep -E '^lash_(owner|holder)=')" \
+same "a finished run leaves the owner and no holder" "$("$LASH" sandbox tags "$H" | grep -E '^lash_(owner|holder)=')" \
   "lash_owner=owner-1"
 "$LASH" sandbox attach "$H" --owner owner-1 --holder step-7 >/dev/null
 err=$("$LASH" run examples/pipeline/analyse.lua "Analyse the orders." --attach "$H" --owner owner-1 2>&1 >/dev/null); rc=$?
-check "a sandbox held by another holder is refused (exit 5)" "$rc" "5"
+same "a sandbox held by another holder is refused (exit 5)" "$rc" "5"
 contains "the refusal names the holder found" "$err" \
   "lash run: refused: Sandbox '$H' is already held by 'step-7', and one run uses a sandbox at a time."
 "$LASH" run examples/pipeline/analyse.lua "Review the report." --attach "$H" --owner owner-1 --holder step-7 \
   --no-stream >"$OUT/rerun" 2>&1; rc=$?
-check "the same holder re-enters (a retry of the same step)" "$rc" "0"
-check "and releases its mark at the end" "$("$LASH" sandbox tags "$H" | grep -c '^lash_holder=')" "0"
+same "the same holder re-enters (a retry of the same step)" "$rc" "0"
+same "and releases its mark at the end" "$("$LASH" sandbox tags "$H" | grep -c '^lash_holder=')" "0"
 err=$("$LASH" run examples/pipeline/analyse.lua "x" --owner owner-1 2>&1); rc=$?
-check "--owner without --attach is a usage error" "$rc:$(printf '%s' "$err" | head -1)" \
+same "--owner without --attach is a usage error" "$rc:$(printf '%s' "$err" | head -1)" \
   "2:lash run: --owner only applies together with --attach"
 err=$("$LASH" run examples/pipeline/analyse.lua "x" --attach "$H" 2>&1); rc=$?
-check "outside an orchestrator the owner must be given" "$rc" "6"
+same "outside an orchestrator the owner must be given" "$rc" "6"
 contains "and the message says how" "$err" "attach_to needs an owner"
 "$LASH" sandbox destroy "$H"
 
@@ -83,13 +70,13 @@ H=$("$LASH" sandbox create --owner "etl/manual__2026-01-01" --timeout 600)
 "$LASH" sandbox write "$H" /workspace/input/orders.csv < examples/pipeline/orders.csv
 AIRFLOW_CTX_DAG_ID=etl AIRFLOW_CTX_DAG_RUN_ID=manual__2026-01-01 AIRFLOW_CTX_TASK_ID=analyse \
   "$LASH" run examples/pipeline/analyse.lua "Analyse the orders." --attach "$H" --no-stream >/dev/null 2>&1; rc=$?
-check "an Airflow task of the DAG run that created the sandbox attaches without --owner" "$rc" "0"
+same "an Airflow task of the DAG run that created the sandbox attaches without --owner" "$rc" "0"
 err=$(AIRFLOW_CTX_DAG_ID=etl AIRFLOW_CTX_DAG_RUN_ID=scheduled__2026-01-02 AIRFLOW_CTX_TASK_ID=analyse \
   "$LASH" run examples/pipeline/analyse.lua "Analyse the orders." --attach "$H" 2>&1 >/dev/null); rc=$?
-check "a task of another DAG run is refused (exit 5)" "$rc" "5"
+same "a task of another DAG run is refused (exit 5)" "$rc" "5"
 contains "naming both owners" "$err" "is not owned by 'etl/scheduled__2026-01-02': it carries owner 'etl/manual__2026-01-01'"
 "$LASH" sandbox destroy "$H"
-check "nothing is left at the end" "$("$LASH" sandbox list)" ""
+same "nothing is left at the end" "$("$LASH" sandbox list)" ""
 
 # -- the same pipeline on the fake Modal (when its python deps are here)
 if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null; then
@@ -97,7 +84,7 @@ if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import grpc, google.protobuf'
   /usr/bin/python3 tests/modal_fake/server.py --state "$state" --lifetime 300 --watch-pid $$ \
     >"$state/server.log" 2>&1 &
   fake=$!
-  trap 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$ROOT" "$OUT" "$state"' EXIT
+  at_exit 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$state"'
   for _ in $(seq 300); do [ -f "$state/ports.json" ] && break; sleep 0.1; done
   port=$(/usr/bin/python3 -c "import json;print(json.load(open('$state/ports.json'))['control'])" 2>/dev/null)
   cat >"$state/modal.toml" <<TOML
@@ -111,16 +98,15 @@ TOML
   out=$(MODAL_CONFIG_PATH="$state/modal.toml" BACKEND=modal OWNER="pipeline/modal-$$" LASH=$LASH \
     sh examples/pipeline/run.sh "$OUT" 2>"$OUT/stderr"); rc=$?
   err=$(cat "$OUT/stderr")
-  check "on the Modal fake: examples/pipeline/run.sh succeeds" "$rc" "0"
-  check "on the Modal fake: the report carries both steps' work" "$(tail -1 "$OUT/report.md" 2>/dev/null)" \
+  same "on the Modal fake: examples/pipeline/run.sh succeeds" "$rc" "0"
+  same "on the Modal fake: the report carries both steps' work" "$(tail -1 "$OUT/report.md" 2>/dev/null)" \
     "- Checked against /workspace/input/orders.csv: the figures match."
   contains "on the Modal fake: the wrong owner is refused" "$err" \
     "is not owned by 'someone-else': it carries owner 'pipeline/modal-$$'"
   running=$(/usr/bin/python3 -c "import json;s=json.load(open('$state/state.json'))['sandboxes'];print(sum(1 for v in s.values() if v['running']))")
-  check "on the Modal fake: no sandbox left running" "$running" "0"
+  same "on the Modal fake: no sandbox left running" "$running" "0"
 else
-  n=$((n + 1)); echo "ok $n - the pipeline on the Modal fake # SKIP python3-grpcio/protobuf missing"
+  skip "the pipeline on the Modal fake" "python3-grpcio/protobuf missing"
 fi
 
-echo "1..$n"
-exit $failed
+done_testing

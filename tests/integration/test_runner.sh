@@ -5,13 +5,10 @@
 # `make test`) over them and check that each is reported as a failure, by
 # name and reason, that a real skip is a skip, and that the exit status is
 # non-zero. TAP.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 root=$(pwd)
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 
-plant=$(mktemp -d); trap 'rm -rf "$plant"' EXIT
+new_tmp plant
 mkdir -p "$plant/unit" "$plant/specs" "$plant/integration"
 
 # unit: one good binary, one that passes a check and then segfaults
@@ -91,7 +88,6 @@ if [ "${LASH_BUILD:-build}" = build ] && make -q all 2>/dev/null; then
   make --no-print-directory -s test >/dev/null 2>&1; rc=$?
   [ $rc -ne 0 ]; ok $? "make test over the planted tests exits non-zero (exit $rc)"
 else
-  echo "ok $((n + 1)) - make test over the planted tests # SKIP the default build is not up to date here"; n=$((n + 1))
+  skip "make test over the planted tests" "the default build is not up to date here"
 fi
-echo "1..$n"
-exit $failed
+done_testing

@@ -3,25 +3,19 @@
 # orchestrators: every subcommand, its output and its documented exit code,
 # and two processes racing to attach (exactly one wins). TAP; skips cleanly
 # without a bubblewrap jail.
-set -u
-cd "$(dirname "$0")/../.."
-BUILD=${LASH_BUILD:-build}
+. "$(dirname "$0")/../lib.sh"
 LASH=${LASH_BIN:-$BUILD/bin/lash}
-n=0; failed=0
-ok()  { n=$((n+1)); echo "ok $n - $1"; }
-nok() { n=$((n+1)); failed=$((failed+1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d" "failed: $*"; fi; }
 
-if [ ! -x "$LASH" ]; then echo "1..0 # SKIP $LASH is not built"; exit 0; fi
+if [ ! -x "$LASH" ]; then skip_all "$LASH is not built"; fi
 # stdout only: a sanitized build may print warnings on stderr
 probe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
 if [ "${probe%% *}" != "yes" ]; then
-  echo "1..0 # SKIP no bubblewrap jail here: ${probe#no }"; exit 0
+  skip_all "no bubblewrap jail here: ${probe#no }"
 fi
 
 work=$(mktemp -d /tmp/lash-cli.XXXXXX)
 chmod 711 "$work"
-trap 'rm -rf "$work"' EXIT
+at_exit 'rm -rf "$work"'
 export LASH_SANDBOX_ROOT=$work/state
 sb() { "$LASH" sandbox "$@"; }
 
@@ -160,5 +154,4 @@ check "a Modal-only option is refused on the local backend, naming it" \
   test "$rc" = 2 -a -n "$(grep 'does not take the option gpu' "$work/err")"
 for x in "$P" "$F1" "$F2"; do sb destroy "$x"; done
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_testing

@@ -6,22 +6,16 @@
 # within the grace after its expiry, one held by a holder, one whose lock
 # another process holds, or one still running a command. TAP; skips
 # without a jail.
-set -u
-cd "$(dirname "$0")/../.."
-BUILD=${LASH_BUILD:-build}
+. "$(dirname "$0")/../lib.sh"
 LASH=$BUILD/bin/lash
-n=0; failed=0
-ok()  { n=$((n+1)); echo "ok $n - $1"; }
-nok() { n=$((n+1)); failed=$((failed+1)); echo "not ok $n - $1"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
-[ -x "$LASH" ] || { echo "1..0 # SKIP $LASH is not built"; exit 0; }
-command -v python3 >/dev/null || { echo "1..0 # SKIP no python3 to age sandboxes"; exit 0; }
+[ -x "$LASH" ] || skip_all "$LASH is not built"
+command -v python3 >/dev/null || skip_all "no python3 to age sandboxes"
 probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
-[ "$probe" = yes ] || { echo "1..0 # SKIP no bubblewrap jail here"; exit 0; }
+[ "$probe" = yes ] || skip_all "no bubblewrap jail here"
 work=$(mktemp -d /tmp/lash-reclaim.XXXXXX); chmod 711 "$work"
 pids=()
 cleanup() { for p in "${pids[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
+at_exit cleanup
 export LASH_SANDBOX_ROOT=$work/state
 sb() { timeout 120 "$LASH" sandbox "$@"; }   # the timeout is a hang guard only
 
@@ -111,5 +105,4 @@ check "gc removes the held, the locked, the busy and the one past its expiry" \
   test "$(wc -l <"$work/gc")" = 4
 check "  and leaves the live one" present "$LIVE"
 sb destroy "$LIVE"
-echo "1..$n"
-exit $failed
+done_testing

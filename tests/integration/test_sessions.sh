@@ -7,36 +7,21 @@
 # none interleaved; an approval stop resumed with --yes; the file locked
 # mid-run; a damaged, newer-schema or locked database refused with the cause
 # and left as it was; `lash sessions list|show|rm` (and --json). TAP output.
-set -u
-cd "$(dirname "$0")/../.."
-BUILD=${LASH_BUILD:-build}
+. "$(dirname "$0")/../lib.sh"
 LASH=$PWD/$BUILD/bin/lash
-[ -x "$LASH" ] || { echo "1..0 # SKIP $LASH is not built"; exit 0; }
+[ -x "$LASH" ] || skip_all "$LASH is not built"
 PY=/usr/bin/python3
-[ -x "$PY" ] || { echo "1..0 # SKIP needs /usr/bin/python3 (its sqlite3 module holds a lock)"; exit 0; }
+[ -x "$PY" ] || skip_all "needs /usr/bin/python3 (its sqlite3 module holds a lock)"
 T=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
+at_exit cleanup
 unset LASH_CONFIG LASH_MODEL LASH_NO_SAVE LASH_SESSIONS_BUSY_TIMEOUT
 export HOME=$T/home XDG_STATE_HOME=$T/state XDG_CONFIG_HOME=$T/cfg
 unset LASH_SESSIONS_DB
 mkdir -p "$HOME"
 DB=$XDG_STATE_HOME/lash/sessions.db
 
-n=0; failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "got:
-$2
-want:
-$3"; fi; }
-contains() { case "$2" in *"$3"*) ok "$1";; *) not_ok "$1" "missing: $3
-in:
-$2";; esac; }
-lacks() { case "$2" in *"$3"*) not_ok "$1" "unexpected: $3
-in:
-$2";; *) ok "$1";; esac; }
 # jq-less JSON reading: py 'expr over v' < json
 py() { "$PY" -c "import json,sys; v=json.load(sys.stdin); print($1)"; }
 exit_line() { grep '"type":"exit"' | tail -1; }
@@ -105,26 +90,26 @@ LUA
 
 # -- every run is recorded; --continue carries the history
 out=$("$LASH" run "$T/agent.lua" --trust "hello" --json </dev/null); rc=$?
-check "a run succeeds" "$rc" "0"
+same "a run succeeds" "$rc" "0"
 sid=$(printf '%s\n' "$out" | exit_line | py 'v["session"]')
-check "the exit line names the saved session" "${#sid}" "12"
+same "the exit line names the saved session" "${#sid}" "12"
 [ -f "$DB" ] && ok "the database is under XDG_STATE_HOME/lash" || not_ok "the database is under XDG_STATE_HOME/lash" "$(ls -R "$T/state")"
-check "the directory is private (0700)" "$(stat -c %a "$XDG_STATE_HOME/lash")" "700"
-check "the database is in WAL mode" "$("$PY" -c "import sqlite3;print(sqlite3.connect('$DB').execute('pragma journal_mode').fetchone()[0])")" "wal"
+same "the directory is private (0700)" "$(stat -c %a "$XDG_STATE_HOME/lash")" "700"
+same "the database is in WAL mode" "$("$PY" -c "import sqlite3;print(sqlite3.connect('$DB').execute('pragma journal_mode').fetchone()[0])")" "wal"
 show=$("$LASH" sessions show "$sid" --json)
-check "the session holds the prompt and the answer" "$(printf '%s' "$show" | py 'len(v["messages"])')" "2"
-check "with the spec, agent and model" "$(printf '%s' "$show" | py 'v["session"]["spec"]+" "+v["session"]["agent"]+" "+v["session"]["model"]')" "$T/agent.lua keeper function"
-check "and the run's outcome and usage" "$(printf '%s' "$show" | py 'v["runs"][0]["status"]+" "+str(v["runs"][0]["usage"]["requests"])')" "complete 1"
+same "the session holds the prompt and the answer" "$(printf '%s' "$show" | py 'len(v["messages"])')" "2"
+same "with the spec, agent and model" "$(printf '%s' "$show" | py 'v["session"]["spec"]+" "+v["session"]["agent"]+" "+v["session"]["model"]')" "$T/agent.lua keeper function"
+same "and the run's outcome and usage" "$(printf '%s' "$show" | py 'v["runs"][0]["status"]+" "+str(v["runs"][0]["usage"]["requests"])')" "complete 1"
 out=$("$LASH" run "$T/agent.lua" --trust --continue "and now?" --json </dev/null); rc=$?
-check "--continue succeeds" "$rc" "0"
+same "--continue succeeds" "$rc" "0"
 contains "the model was sent the earlier conversation" "$out" "saw user:text:hello | assistant:text:saw user:text:hello | user:text:and now?"
-check "it continued the same session" "$(printf '%s\n' "$out" | exit_line | py 'v["session"]')" "$sid"
-check "which now has two runs and four messages" "$("$LASH" sessions show "${sid:0:6}" --json | py 'str(len(v["runs"]))+" "+str(len(v["messages"]))')" "2 4"
+same "it continued the same session" "$(printf '%s\n' "$out" | exit_line | py 'v["session"]')" "$sid"
+same "which now has two runs and four messages" "$("$LASH" sessions show "${sid:0:6}" --json | py 'str(len(v["runs"]))+" "+str(len(v["messages"]))')" "2 4"
 out=$("$LASH" run "$T/agent.lua" --trust "not saved" --no-save --json </dev/null)
 lacks "--no-save: no session in the exit line" "$out" '"session"'
-check "--no-save: nothing new recorded" "$("$LASH" sessions list --json | py 'len(v)')" "1"
+same "--no-save: nothing new recorded" "$("$LASH" sessions list --json | py 'len(v)')" "1"
 LASH_NO_SAVE=1 "$LASH" run "$T/agent.lua" --trust "not saved" >/dev/null </dev/null
-check "LASH_NO_SAVE=1 does the same" "$("$LASH" sessions list --json | py 'len(v)')" "1"
+same "LASH_NO_SAVE=1 does the same" "$("$LASH" sessions list --json | py 'len(v)')" "1"
 
 # -- SIGKILL mid-run (the tool is sleeping): what was said survives
 mkdir -p "$T/kill"
@@ -137,18 +122,18 @@ else
 fi
 latest=$("$LASH" sessions list --json | py 'v[0]["id"]')
 killed=$("$LASH" sessions show "$latest" --json)
-check "the prompt and the model's tool-calling turn were kept" \
+same "the prompt and the model's tool-calling turn were kept" \
   "$(printf '%s' "$killed" | py '" ".join(m["role"] for m in v["messages"])')" "user assistant"
-check "with the model's words" "$(printf '%s' "$killed" | py 'v["messages"][1]["parts"][0]["text"]')" "Starting the long job."
-check "the killed run shows as interrupted" "$("$LASH" sessions list --json | py 'v[0]["status"]')" "interrupted"
+same "with the model's words" "$(printf '%s' "$killed" | py 'v["messages"][1]["parts"][0]["text"]')" "Starting the long job."
+same "the killed run shows as interrupted" "$("$LASH" sessions list --json | py 'v[0]["status"]')" "interrupted"
 out=$("$LASH" run "$T/agent.lua" --trust --continue "what happened?" --json </dev/null); rc=$?
-check "--continue after SIGKILL succeeds" "$rc" "0"
+same "--continue after SIGKILL succeeds" "$rc" "0"
 contains "the continued run saw everything said before the kill" "$out" \
   "saw user:text:start | assistant:text:Starting the long job. | assistant:tool_call:long_job/ | user:tool_result:long_job/retry | user:text:what happened?"
-check "the unfinished call was answered as interrupted, and saved" \
+same "the unfinished call was answered as interrupted, and saved" \
   "$("$LASH" sessions show "$latest" --json | py '[p["content"][:24] for m in v["messages"] for p in m["parts"] if p["type"]=="tool_result"][0]')" \
   "This call did not finish"
-check "the session now ends complete" "$("$LASH" sessions show "$latest" --json | py 'v["runs"][-1]["status"]')" "complete"
+same "the session now ends complete" "$("$LASH" sessions show "$latest" --json | py 'v["runs"][-1]["status"]')" "complete"
 
 # -- the same with a real sandbox: SIGKILL while the jail's command sleeps
 probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
@@ -179,20 +164,20 @@ LUA
     kill -9 "$jpid"; wait "$jpid" 2>/dev/null
     ok "a run was SIGKILLed while its sandbox command slept"
     for _ in $(seq 100); do pgrep -f "$mark" >/dev/null || break; sleep 0.1; done
-    check "the jail died with lash (nothing left running)" "$(pgrep -f "$mark" | wc -l)" "0"
+    same "the jail died with lash (nothing left running)" "$(pgrep -f "$mark" | wc -l)" "0"
     js=$("$LASH" sessions list --json | py 'v[0]["id"]')
-    check "the prompt and the model's turn with the sandbox call were kept" \
+    same "the prompt and the model's turn with the sandbox call were kept" \
       "$("$LASH" sessions show "$js" --json | py '" ".join(m["role"] for m in v["messages"]) + " " + v["messages"][1]["parts"][1]["name"]')" \
       "user assistant run_command"
     out=$(LASH_SANDBOX_ROOT=$T/sbx "$LASH" run "$T/jail.lua" --continue "go on" --json </dev/null 2>&1); rc=$?
-    check "--continue in a new sandbox succeeds" "$rc" "0"
+    same "--continue in a new sandbox succeeds" "$rc" "0"
     contains "and the model was sent everything said before the kill" "$out" \
       "saw user:text assistant:text user:tool_result user:text"
   else
     not_ok "the sandbox command never started" "$(cat "$T/jail.out")"
   fi
 else
-  n=$((n + 1)); echo "ok $n - # SKIP no bubblewrap jail here: the sandboxed SIGKILL case"
+  skip "" "no bubblewrap jail here: the sandboxed SIGKILL case"
 fi
 
 # -- SIGKILL while the model is still streaming its answer (an OpenAI-style
@@ -235,13 +220,13 @@ if wait_for "$T/stream/stalled"; then
     [ "$partial" = "The answer begins like this" ] && break; sleep 0.1
   done
 fi
-check "the streamed text is saved as it arrives" "$partial" "The answer begins like this"
+same "the streamed text is saved as it arrives" "$partial" "The answer begins like this"
 kill -9 "$spid"; wait "$spid" 2>/dev/null
 kill "$strpid" 2>/dev/null; wait "$strpid" 2>/dev/null
 ssid=$("$LASH" sessions list --json | py 'v[0]["id"]')
 contains "sessions show says what the cut turn streamed" "$("$LASH" sessions show "$ssid")" "streamed before it stopped: The answer begins like this"
 "$LASH" run "$T/plain.lua" --continue "go on" --model test --json </dev/null >/dev/null 2>&1
-check "--continue puts the streamed text in the history, marked interrupted" \
+same "--continue puts the streamed text in the history, marked interrupted" \
   "$("$LASH" sessions show "$ssid" --json | py '[(m["role"], m.get("finish"), m["parts"][0].get("text")) for m in v["messages"]][:3]')" \
   "[('user', None, 'tell me'), ('assistant', 'interrupted', 'The answer begins like this'), ('user', None, 'go on')]"
 
@@ -250,20 +235,20 @@ mkdir -p "$T/term"
 MARK=$T/term "$LASH" run "$T/agent.lua" --trust start --json </dev/null > "$T/term.out" 2>&1 & tpid=$!; PIDS+=($tpid)
 wait_for "$T/term/started" && kill -TERM "$tpid"
 wait "$tpid"; rc=$?
-check "SIGTERM mid-run exits 143" "$rc" "143"
+same "SIGTERM mid-run exits 143" "$rc" "143"
 tsid=$(exit_line < "$T/term.out" | py 'v["session"]')
-check "the exit line still names the session" "${#tsid}" "12"
-check "the run is saved as cancelled, with what was said" \
+same "the exit line still names the session" "${#tsid}" "12"
+same "the run is saved as cancelled, with what was said" \
   "$("$LASH" sessions show "$tsid" --json | py 'v["runs"][-1]["status"] + " " + " ".join(m["role"] for m in v["messages"])')" \
   "cancelled user assistant"
 
 # -- an approval stop, resumed without a prompt by --resume ID --yes
 out=$("$LASH" run "$T/agent.lua" --trust approve --json </dev/null 2>/dev/null); rc=$?
-check "a call needing approval stops the run (exit 9)" "$rc" "9"
+same "a call needing approval stops the run (exit 9)" "$rc" "9"
 asid=$(printf '%s\n' "$out" | exit_line | py 'v["session"]')
 contains "the message says how to resume it" "$(printf '%s\n' "$out" | exit_line)" "--resume $asid --yes"
 out=$("$LASH" run "$T/agent.lua" --trust --resume "$asid" --yes --json </dev/null); rc=$?
-check "--resume ID --yes runs the pending call" "$rc" "0"
+same "--resume ID --yes runs the pending call" "$rc" "0"
 contains "the guarded tool ran and the model saw its result" "$out" "user:tool_result:guarded/ok"
 
 # -- runs writing at once: four new sessions meet mid-run
@@ -275,18 +260,18 @@ for i in 1 2 3 4; do
 done
 allok=0
 for p in "${cpids[@]}"; do wait "$p" || allok=1; done
-check "four concurrent runs all succeed" "$allok" "0"
+same "four concurrent runs all succeed" "$allok" "0"
 grep -h '"type":"exit"' "$T"/meet.*.out | py 'v' >/dev/null 2>&1
-check "four more sessions" "$("$LASH" sessions list --json | py 'len(v)')" "$((before + 4))"
+same "four more sessions" "$("$LASH" sessions list --json | py 'len(v)')" "$((before + 4))"
 sids=$(grep -h '"type":"exit"' "$T"/meet.*.out | while read -r l; do printf '%s' "$l" | py 'v["session"]'; done | sort -u | wc -l)
-check "each its own" "$sids" "4"
+same "each its own" "$sids" "4"
 good=0
 for f in "$T"/meet.*.out; do
   s=$(exit_line < "$f" | py 'v["session"]')
   c=$("$LASH" sessions show "$s" --json | py '" ".join(m["role"] for m in v["messages"])')
   [ "$c" = "user assistant user assistant" ] && good=$((good + 1))
 done
-check "every one holds its whole conversation" "$good" "4"
+same "every one holds its whole conversation" "$good" "4"
 contains "every run met the others mid-run (they overlapped)" "$(cat "$T"/meet.*.out)" "met 4"
 
 # -- two runs continuing the same session at once: one forks
@@ -295,18 +280,18 @@ for i in 1 2; do
   MARK=$T/meet "$LASH" run "$T/agent.lua" --trust --resume "$sid" "meet 2" --json </dev/null > "$T/fork.$i.out" 2>"$T/fork.$i.err" & cpids[$i]=$!; PIDS+=($!)
 done
 wait "${cpids[1]}"; r1=$?; wait "${cpids[2]}"; r2=$?
-check "both succeed" "$r1 $r2" "0 0"
+same "both succeed" "$r1 $r2" "0 0"
 s1=$(exit_line < "$T/fork.1.out" | py 'v["session"]'); s2=$(exit_line < "$T/fork.2.out" | py 'v["session"]')
 if [ "$s1" != "$s2" ] && { [ "$s1" = "$sid" ] || [ "$s2" = "$sid" ]; }; then ok "one stayed in the session, the other moved to a new one"
 else not_ok "one stayed in the session, the other moved to a new one" "$s1 $s2 (was $sid)"; fi
 contains "the one that moved says so" "$(cat "$T"/fork.*.err)" "was continued by another run at the same time"
 other=$s1; [ "$s1" = "$sid" ] && other=$s2
-check "the fork's parent is the session" "$("$LASH" sessions show "$other" --json | py 'v["session"]["parent"]')" "$sid"
+same "the fork's parent is the session" "$("$LASH" sessions show "$other" --json | py 'v["session"]["parent"]')" "$sid"
 for s in "$sid" "$other"; do
-  check "session $s: the old history then its own run, not interleaved" \
+  same "session $s: the old history then its own run, not interleaved" \
     "$("$LASH" sessions show "$s" --json | py '" ".join(m["role"][0] for m in v["messages"])')" "u a u a u a u a"
 done
-check "the database passes SQLite's integrity check" \
+same "the database passes SQLite's integrity check" \
   "$("$PY" -c "import sqlite3;print(sqlite3.connect('$DB').execute('pragma integrity_check').fetchone()[0])")" "ok"
 
 # -- sessions list / show / rm
@@ -317,42 +302,42 @@ show=$("$LASH" sessions show "$sid")
 contains "show prints the runs" "$show" "run 1: complete"
 contains "show prints the messages" "$show" "[3] user"
 out=$("$LASH" sessions show ffffffffffff 2>&1); rc=$?
-check "show of an unknown id fails (exit 1)" "$rc" "1"
+same "show of an unknown id fails (exit 1)" "$rc" "1"
 contains "naming it" "$out" "no session ffffffffffff"
 out=$("$LASH" sessions rm "$other" --json); rc=$?
-check "rm succeeds" "$rc" "0"
-check "rm --json lists what went" "$(printf '%s' "$out" | py 'v["removed"][0]')" "$other"
-check "the removed session is gone" "$("$LASH" sessions show "$other" >/dev/null 2>&1; echo $?)" "1"
-check "its messages went with it" \
+same "rm succeeds" "$rc" "0"
+same "rm --json lists what went" "$(printf '%s' "$out" | py 'v["removed"][0]')" "$other"
+same "the removed session is gone" "$("$LASH" sessions show "$other" >/dev/null 2>&1; echo $?)" "1"
+same "its messages went with it" \
   "$("$PY" -c "import sqlite3;print(sqlite3.connect('$DB').execute('select count(*) from messages where session_id=?',('$other',)).fetchone()[0])")" "0"
 all_before=$("$LASH" sessions list --json --limit 1000 | py 'len(v)')
 "$PY" -c "import sqlite3;c=sqlite3.connect('$DB');c.execute('update sessions set updated_at = updated_at - 40*86400000 where id = ?', ('$sid',));c.commit()"
 out=$("$LASH" sessions rm --older-than 30d --json); rc=$?
-check "rm --older-than 30d removes just the session untouched for 40 days" "$rc $(printf '%s' "$out" | py 'v["removed"]')" "0 ['$sid']"
-check "and leaves the rest" "$("$LASH" sessions list --json --limit 1000 | py 'len(v)')" "$((all_before - 1))"
+same "rm --older-than 30d removes just the session untouched for 40 days" "$rc $(printf '%s' "$out" | py 'v["removed"]')" "0 ['$sid']"
+same "and leaves the rest" "$("$LASH" sessions list --json --limit 1000 | py 'len(v)')" "$((all_before - 1))"
 out=$("$LASH" sessions rm --older-than soon 2>&1); rc=$?
-check "a bad age is a usage error (exit 2)" "$rc" "2"
-check "sessions path says where" "$("$LASH" sessions path)" "$DB  (XDG_STATE_HOME)"
-check "LASH_SESSIONS_DB overrides it" "$(LASH_SESSIONS_DB=/x/s.db "$LASH" sessions path)" "/x/s.db  (LASH_SESSIONS_DB)"
+same "a bad age is a usage error (exit 2)" "$rc" "2"
+same "sessions path says where" "$("$LASH" sessions path)" "$DB  (XDG_STATE_HOME)"
+same "LASH_SESSIONS_DB overrides it" "$(LASH_SESSIONS_DB=/x/s.db "$LASH" sessions path)" "/x/s.db  (LASH_SESSIONS_DB)"
 
 # -- a database lash cannot use is refused with the cause, and not changed
 bad=$T/bad.db
 head -c 4096 /dev/urandom > "$bad"; sum=$(md5sum < "$bad")
 out=$(LASH_SESSIONS_DB=$bad "$LASH" run "$T/agent.lua" --trust "hi" 2>&1); rc=$?
-check "a damaged database: the run is refused (exit 1)" "$rc" "1"
+same "a damaged database: the run is refused (exit 1)" "$rc" "1"
 contains "saying what is wrong and what to do" "$out" "is damaged or not a SQLite database"
 contains "with a way out" "$out" "--no-save"
-check "the damaged file is untouched" "$(md5sum < "$bad")" "$sum"
+same "the damaged file is untouched" "$(md5sum < "$bad")" "$sum"
 out=$(LASH_SESSIONS_DB=$bad "$LASH" run "$T/agent.lua" --trust "hi" --no-save 2>&1); rc=$?
-check "--no-save still runs" "$rc" "0"
+same "--no-save still runs" "$rc" "0"
 newer=$T/newer.db
 cp "$DB" "$newer"
 "$PY" -c "import sqlite3;c=sqlite3.connect('$newer');c.execute('pragma user_version=99');c.commit()"
 sum=$(md5sum < "$newer")
 out=$(LASH_SESSIONS_DB=$newer "$LASH" sessions list 2>&1); rc=$?
-check "a newer schema: refused (exit 1)" "$rc" "1"
+same "a newer schema: refused (exit 1)" "$rc" "1"
 contains "saying so" "$out" "has schema version 99, newer than this lash"
-check "the newer database is untouched" "$(md5sum < "$newer")" "$sum"
+same "the newer database is untouched" "$(md5sum < "$newer")" "$sum"
 # another process holds the write lock until told to let go
 "$PY" -c "
 import sqlite3, os, time
@@ -366,11 +351,11 @@ c.execute('rollback')
 " & lpid=$!; PIDS+=($lpid)
 wait_for "$T/locked"
 out=$(LASH_SESSIONS_BUSY_TIMEOUT=100 "$LASH" run "$T/agent.lua" --trust "hi" 2>&1); rc=$?
-check "a database locked past the busy timeout: the run is refused (exit 1)" "$rc" "1"
+same "a database locked past the busy timeout: the run is refused (exit 1)" "$rc" "1"
 contains "saying it is locked" "$out" "stayed locked by another process"
 touch "$T/release"; wait "$lpid"
 out=$("$LASH" run "$T/agent.lua" --trust "after the lock" --json </dev/null); rc=$?
-check "once released, runs save again" "$rc" "0"
+same "once released, runs save again" "$rc" "0"
 
 # -- the file locked mid-run (past the busy timeout): the messages wait in
 # memory and are written once the lock goes; nothing is lost
@@ -419,9 +404,9 @@ contains "a write that met the lock warns and keeps the message" "$(cat "$ML/err
 contains "naming the lock" "$(cat "$ML/err")" "stayed locked by another process"
 touch "$ML/release"; wait "$lpid"
 wait "$mpid"; rc=$?
-check "the run still succeeds" "$rc" "0"
+same "the run still succeeds" "$rc" "0"
 msid=$(exit_line < "$ML/out" | py 'v["session"]')
-check "once the lock went, every message was written, in order" \
+same "once the lock went, every message was written, in order" \
   "$("$LASH" sessions show "$msid" --json | py '" ".join(m["role"] + ":" + m["parts"][0]["type"] for m in v["messages"]) + " " + v["runs"][0]["status"]')" \
   "user:text assistant:text user:tool_result assistant:text complete"
 
@@ -430,11 +415,10 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   mkdir -p "$T/ro"; chmod 555 "$T/ro"; chmod 755 "$T"
   out=$(setpriv --reuid 61234 --regid 61234 --clear-groups env -i PATH="$PATH" HOME=/nonexistent \
     LASH_SESSIONS_DB="$T/ro/sub/sessions.db" "$LASH" run examples/test_model.lua hi 2>&1 </dev/null); rc=$?
-  check "an unwritable state directory: the run still succeeds" "$rc" "0"
+  same "an unwritable state directory: the run still succeeds" "$rc" "0"
   contains "warning that it is not saved, and why" "$out" "warning: this run is not saved: cannot write the sessions database $T/ro/sub/sessions.db"
 else
-  n=$((n + 1)); echo "ok $n - # SKIP the unwritable-directory check needs root and setpriv"
+  skip "" "the unwritable-directory check needs root and setpriv"
 fi
 
-echo "1..$n"
-exit $failed
+done_testing

@@ -7,20 +7,14 @@
 # signal skips the rest of the cleanup but still kills the jails; a cleanup
 # that cannot finish (an unreachable Modal) ends at the shutdown bound.
 # Times are hang guards only. TAP; skips without a jail.
-set -u
-cd "$(dirname "$0")/../.."
-BUILD=${LASH_BUILD:-build}
+. "$(dirname "$0")/../lib.sh"
 LASH=$BUILD/bin/lash
-n=0; failed=0
-ok()  { n=$((n+1)); echo "ok $n - $1"; }
-nok() { n=$((n+1)); failed=$((failed+1)); echo "not ok $n - $1"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
-[ -x "$LASH" ] || { echo "1..0 # SKIP $LASH is not built"; exit 0; }
+[ -x "$LASH" ] || skip_all "$LASH is not built"
 probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
-[ "$probe" = yes ] || { echo "1..0 # SKIP no bubblewrap jail here"; exit 0; }
+[ "$probe" = yes ] || skip_all "no bubblewrap jail here"
 work=$(mktemp -d /tmp/lash-sig.XXXXXX); chmod 711 "$work"
 fake=
-trap '[ -n "$fake" ] && { kill -CONT $fake; kill $fake; wait $fake; } 2>/dev/null; rm -rf "$work"' EXIT
+at_exit '[ -n "$fake" ] && { kill -CONT $fake; kill $fake; wait $fake; } 2>/dev/null; rm -rf "$work"'
 export LASH_SANDBOX_ROOT=$work/state
 mark="sleep 987$$"
 cat >"$work/spec.lua" <<LUA
@@ -211,5 +205,4 @@ TOML
 else
   echo "# no grpcio/protobuf/protoc: skipping the Modal fake cases"
 fi
-echo "1..$n"
-exit $failed
+done_testing

@@ -8,15 +8,12 @@
 # own absolute symbol (and _init/_fini, should a toolchain export them).
 # The self-contained part: liblash.so needs no liblua/libyaml/LuaJIT and
 # neither library has an undefined Lua or libyaml reference left. TAP.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 B=${LASH_BUILD:-build}
-n=0; failed=0
-ok() { n=$((n + 1)); if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 for f in "$B/liblash.so" "$B/liblash.a"; do
-  [ -e "$f" ] || { echo "1..0 # SKIP $f is missing (run make)"; exit 0; }
+  [ -e "$f" ] || skip_all "$f is missing (run make)"
 done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+new_tmp tmp
 toolchain='^(LASH_0|_init|_fini)$'
 
 sed -n 's/^LASH_API [^(]*[ *]\(lash_[a-z_0-9]*\)(.*/\1/p' src/lash.h src/lash_lua.h | sort > "$tmp/api"
@@ -60,5 +57,4 @@ if [ -e "$B/lash/core.so" ]; then
   core=$(nm -D --defined-only "$B/lash/core.so" | awk '{print $NF}' | sed 's/@.*//' | grep -Ev "$toolchain" | tr '\n' ' ')
   [ "$core" = "luaopen_lash_core " ]; ok $? "lash/core.so exports only luaopen_lash_core (got: $(echo "$core" | cut -c1-200))"
 fi
-echo "1..$n"
-exit $failed
+done_testing

@@ -1,0 +1,82 @@
+# tests/lib.sh: what every integration test shares, sourced first thing:
+#   . "$(dirname "$0")/../lib.sh"
+# It moves to the checkout's root, sets BUILD (the build directory,
+# $LASH_BUILD or build), counts TAP results and prints them, skips a whole
+# test, makes temporary directories and runs the cleanups at exit. A test
+# ends with `done_testing`: the plan 1..N, and an exit status saying
+# whether everything passed (tests/run.sh checks both).
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+BUILD=${LASH_BUILD:-build}
+n=0; failed=0
+
+# not_ok DESC [DETAIL...]: a failed test; each DETAIL (a string, maybe of
+# several lines) follows as TAP comment lines.
+not_ok() {
+  local d
+  n=$((n + 1)); failed=$((failed + 1))
+  echo "not ok $n - $1"; shift
+  for d in "$@"; do printf '%s\n' "$d" | sed 's/^/# /'; done
+}
+
+# ok DESC: a passed test. ok RC DESC: passes when RC is 0 (`ok $? "..."`).
+ok() {
+  if [ $# -ge 2 ]; then
+    if [ "$1" = 0 ]; then ok "$2"; else not_ok "$2"; fi
+    return
+  fi
+  n=$((n + 1)); echo "ok $n - $1"
+}
+
+# check DESC COMMAND...: passes when COMMAND succeeds.
+check() {
+  local d=$1; shift
+  if "$@"; then ok "$d"; else not_ok "$d" "failed: $*"; fi
+}
+
+# same DESC GOT WANT: passes when the two strings are equal.
+same() {
+  if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "got:
+$2
+want:
+$3"; fi
+}
+
+# contains DESC TEXT PART / lacks DESC TEXT PART: PART is in TEXT, or not.
+contains() {
+  case "$2" in *"$3"*) ok "$1" ;; *) not_ok "$1" "missing: $3
+in:
+$2" ;; esac
+}
+lacks() {
+  case "$2" in *"$3"*) not_ok "$1" "unexpected: $3
+in:
+$2" ;; *) ok "$1" ;; esac
+}
+
+# skip DESC REASON: one test that does not apply here (counted as skipped).
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+
+# skip_all REASON: the whole test does not apply here.
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+
+# done_testing: the plan, and the exit status (0 when nothing failed).
+done_testing() { echo "1..$n"; [ "$failed" -eq 0 ]; exit; }
+
+# at_exit COMMAND: run COMMAND (a string, evaluated) when the test exits,
+# the last registered first. new_tmp VAR [TEMPLATE]: a fresh directory in
+# $VAR, removed at exit.
+_lash_at_exit=()
+at_exit() { _lash_at_exit+=("$1"); }
+new_tmp() {
+  local d
+  d=$(mktemp -d ${2:+"$2"}) || { echo "Bail out! mktemp failed"; exit 1; }
+  printf -v "$1" '%s' "$d"
+  at_exit "rm -rf '$d'"
+}
+_lash_exit() {
+  local rc=$? i
+  for ((i = ${#_lash_at_exit[@]} - 1; i >= 0; i--)); do eval "${_lash_at_exit[i]}"; done
+  exit "$rc"
+}
+trap _lash_exit EXIT
