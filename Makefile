@@ -146,7 +146,14 @@ $(CLI_OBJ) $(BUILD)/obj/main.o: src/cli/term.h
 # requires bind to it, as they do to the stock lua5.4's.
 LUA_CLI_OBJ := $(LUA_VSRC:vendor/lua/%.c=$(BUILD)/obj/lua-cli/%.o)
 LUA_CLI_A := $(BUILD)/obj/lua-cli/liblua.a
-CLI_LIBS   = $(filter-out -llua5.4 -lyaml,$(LDLIBS))
+# and it loads libsqlite3 when a run first saves or reads a session
+# (src/lsqlite_dl.h): its own lsqlite.o, no -lsqlite3.
+CLI_LIBS   = $(filter-out -llua5.4 -lyaml -lsqlite3,$(LDLIBS))
+CLI_LIBOBJ = $(filter-out $(BUILD)/obj/lsqlite.o,$(LIB_OBJ)) $(MOD_OBJ) $(BUILD)/obj/cli/lsqlite.o
+
+$(BUILD)/obj/cli/lsqlite.o: src/lsqlite.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) $(CFLAGS) -DLASH_SQLITE_DLOPEN -c -o $@ $<
 
 $(BUILD)/obj/lua-cli/%.o: vendor/lua/%.c $(wildcard vendor/lua/*.h)
 	@mkdir -p $(dir $@)
@@ -156,9 +163,9 @@ $(LUA_CLI_A): $(LUA_CLI_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/bin/lash: $(BUILD)/obj/main.o $(CLI_OBJ) $(BUILD)/liblash_internal.a $(LUA_CLI_A)
+$(BUILD)/bin/lash: $(BUILD)/obj/main.o $(CLI_OBJ) $(CLI_LIBOBJ) $(LUA_CLI_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -rdynamic -Wl,-O1,--as-needed -o $@ $< $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/liblash_internal.a $(LUA_CLI_A) -Wl,--no-whole-archive $(YAML_A) $(CLI_LIBS)
+	$(CC) $(LDFLAGS) -rdynamic -Wl,-O1,--as-needed -o $@ $< $(CLI_OBJ) $(CLI_LIBOBJ) -Wl,--whole-archive $(LUA_CLI_A) -Wl,--no-whole-archive $(YAML_A) $(CLI_LIBS) -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash_internal.a $(HDRS)
 	@mkdir -p $(dir $@)

@@ -23,6 +23,8 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "lsqlite_dl.h"
+
 #define DB_MT "lash.sqlite.db"
 #define STMT_MT "lash.sqlite.stmt"
 
@@ -91,6 +93,7 @@ static lstmt *check_stmt(lua_State *L, int idx) {
 static int l_open(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   int busy = 5000, readonly = 0, wal = 1;
+  LASH_SQLITE_NEED(L);
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
     if (lua_getfield(L, 2, "busy_timeout") != LUA_TNIL) {
@@ -317,6 +320,7 @@ static int stmt_isclosed(lua_State *L) {
 }
 
 static int l_version(lua_State *L) {
+  LASH_SQLITE_NEED(L);
   lua_pushstring(L, sqlite3_libversion());
   return 1;
 }
