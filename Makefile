@@ -136,8 +136,8 @@ $(BUILD)/lash/core.so: $(LIB_OBJ) src/lash_core.map
 
 # The program's own terminal code (src/cli/: `lash chat`'s line editor;
 # it loads libedit when a chat starts); the libraries never have it.
-CLI_OBJ   := $(BUILD)/obj/cli/term.o
-$(CLI_OBJ) $(BUILD)/obj/main.o: src/cli/term.h
+CLI_OBJ   := $(BUILD)/obj/cli/term.o $(BUILD)/obj/cli/pool.o
+$(CLI_OBJ) $(BUILD)/obj/main.o: src/cli/term.h src/cli/pool.h
 
 # The CLI links the vendored Lua and libyaml statically: every shared
 # library costs each start-up its loading and symbol lookups (issue 15's
