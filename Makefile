@@ -136,12 +136,36 @@ $(BUILD)/lash/core.so: $(LIB_OBJ) src/lash_core.map
 
 # The program's own terminal code (src/cli/: `lash chat`'s line editor;
 # it loads libedit when a chat starts); the libraries never have it.
-CLI_OBJ   := $(BUILD)/obj/cli/term.o
-$(CLI_OBJ) $(BUILD)/obj/main.o: src/cli/term.h
+CLI_OBJ   := $(BUILD)/obj/cli/term.o $(BUILD)/obj/cli/pool.o
+$(CLI_OBJ) $(BUILD)/obj/main.o: src/cli/term.h src/cli/pool.h
 
-$(BUILD)/bin/lash: $(BUILD)/obj/main.o $(CLI_OBJ) $(BUILD)/liblash_internal.a
+# The CLI links the vendored Lua and libyaml statically: every shared
+# library costs each start-up its loading and symbol lookups (issue 15's
+# cold start). Its Lua is compiled again with default visibility and
+# exported (-rdynamic, whole archive), so Lua C modules a trusted spec
+# requires bind to it, as they do to the stock lua5.4's.
+LUA_CLI_OBJ := $(LUA_VSRC:vendor/lua/%.c=$(BUILD)/obj/lua-cli/%.o)
+LUA_CLI_A := $(BUILD)/obj/lua-cli/liblua.a
+# and it loads libsqlite3 when a run first saves or reads a session
+# (src/lsqlite_dl.h): its own lsqlite.o, no -lsqlite3.
+CLI_LIBS   = $(filter-out -llua5.4 -lyaml -lsqlite3,$(LDLIBS))
+CLI_LIBOBJ = $(filter-out $(BUILD)/obj/lsqlite.o,$(LIB_OBJ)) $(MOD_OBJ) $(BUILD)/obj/cli/lsqlite.o
+
+$(BUILD)/obj/cli/lsqlite.o: src/lsqlite.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -rdynamic -o $@ $< $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/liblash_internal.a -Wl,--no-whole-archive $(LDLIBS)
+	$(CC) $(XCFLAGS) $(CFLAGS) -DLASH_SQLITE_DLOPEN -c -o $@ $<
+
+$(BUILD)/obj/lua-cli/%.o: vendor/lua/%.c $(wildcard vendor/lua/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(OPT) -Wall -Wextra -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -c -o $@ $<
+
+$(LUA_CLI_A): $(LUA_CLI_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/bin/lash: $(BUILD)/obj/main.o $(CLI_OBJ) $(CLI_LIBOBJ) $(LUA_CLI_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -rdynamic -Wl,-O1,--as-needed -o $@ $< $(CLI_OBJ) $(CLI_LIBOBJ) -Wl,--whole-archive $(LUA_CLI_A) -Wl,--no-whole-archive $(YAML_A) $(CLI_LIBS) -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash_internal.a $(HDRS)
 	@mkdir -p $(dir $@)

@@ -8,6 +8,9 @@
 #   sandbox   lash run bench/steps_sandbox.lua (the sandbox capability: one
 #             bubblewrap jail per sandbox, its supervisor runs each command)
 #   bwrap     the floor with a bare bwrap command line before every command
+#   nosave    at K=0 only: "none" with --no-save (no session written)
+# The runs save their sessions in a database of their own ($LASH_SESSIONS_DB
+# in the scratch directory), not in the user's history.
 # Medians of LASH_BENCH_STEPS_RUNS (default 5; 3 at K=1000), the four kinds
 # interleaved so load hits them alike; per-step overhead = (median - floor
 # median) / K; peak RSS from /usr/bin/time -v at K=200. Ends with issue
@@ -20,7 +23,7 @@ cc -O2 -o "$out/agent_server" bench/agent_server.c || exit 1
 cc -O2 -o "$out/agent_floor" bench/agent_floor.c $(pkg-config --cflags --libs libcurl) || exit 1
 need "$LASH_BIN"
 mkdir -p "$tmp/ws" "$tmp/state"
-export LASH_SANDBOX_ROOT=$tmp/state OPENAI_API_KEY=bench
+export LASH_SANDBOX_ROOT=$tmp/state OPENAI_API_KEY=bench LASH_SESSIONS_DB=$tmp/sessions.db
 jail=yes
 probe=$("$LASH_BIN" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
 [ "$probe" = yes ] || jail=
@@ -35,6 +38,7 @@ cmd_of() {
     bwrap) echo "$out/agent_floor $port ${BWRAP[*]}" ;;
     none) echo "$LASH_BIN run --trust bench/steps_none.lua go --no-stream --max-steps 100000" ;;
     sandbox) echo "$LASH_BIN run --trust bench/steps_sandbox.lua go --no-stream --max-steps 100000" ;;
+    nosave) echo "$LASH_BIN run --trust bench/steps_none.lua go --no-stream --max-steps 100000 --no-save" ;;
   esac
 }
 # wall time of one run in ms
@@ -54,35 +58,40 @@ kinds="floor none"
 for k in $KS; do
   start_server 50 "$out/agent_server" "$k" 1800 run_command
   n=$RUNS; [ "$k" -ge 1000 ] && n=$(( RUNS < 3 ? RUNS : 3 ))
-  for kind in $kinds; do : >"$tmp/t.$kind"; done
+  kk=$kinds; [ "$k" -eq 0 ] && kk="$kinds nosave"
+  for kind in $kk; do : >"$tmp/t.$kind"; done
   for _ in $(seq "$n"); do
-    for kind in $kinds; do timed "$kind" >>"$tmp/t.$kind" || exit 1; done
+    for kind in $kk; do timed "$kind" >>"$tmp/t.$kind" || exit 1; done
   done
   declare -A med
-  for kind in $kinds; do med[$kind]=$(median <"$tmp/t.$kind"); done
+  for kind in $kk; do med[$kind]=$(median <"$tmp/t.$kind"); done
   f=${med[floor]}
   over() { awk -v a="$1" -v f="$f" -v k="$k" 'BEGIN { if (k > 0) printf "%.2fx the floor, %+.3f ms/step", a / f, (a - f) / k / 1000; else printf "%.2fx the floor (cold start)", a / f }'; }
   row "agent K=$k: C floor (libcurl + fork/exec)" "$(ms "$f")" "ms" "median of $n"
   row "agent K=$k: lash, isolation none" "$(ms "${med[none]}")" "ms" "$(over "${med[none]}")"
+  [ "$k" -eq 0 ] && row "agent K=$k: lash, isolation none, --no-save" "$(ms "${med[nosave]}")" "ms" "$(over "${med[nosave]}")"
   if [ -n "$jail" ]; then
     row "agent K=$k: lash, sandbox capability" "$(ms "${med[sandbox]}")" "ms" "$(over "${med[sandbox]}"); bare bwrap per command $(awk -v a="${med[bwrap]}" -v f="$f" -v k="$k" 'BEGIN { if (k > 0) printf "%+.3f ms/step", (a - f) / k / 1000; else printf "%.1f ms", a / 1000 }')"
     row "agent K=$k: bare bwrap per command (old floor)" "$(ms "${med[bwrap]}")" "ms" "$(over "${med[bwrap]}")"
   fi
-  for kind in $kinds; do echo "$k $kind ${med[$kind]}" >>"$tmp/goals"; done
+  for kind in $kk; do echo "$k $kind ${med[$kind]}" >>"$tmp/goals"; done
   # cold start in instructions (callgrind): repeatable on a loaded machine,
   # where wall time at K=0 is mostly the scheduler's
   if { [ "$k" -eq 0 ] || [ "$k" -eq 20 ]; } && command -v valgrind >/dev/null; then
     ins=""
-    for kind in floor none; do
+    ik="floor none"; [ "$k" -eq 0 ] && ik="floor none nosave"
+    for kind in $ik; do
       OPENAI_BASE_URL=http://127.0.0.1:$port/v1 valgrind --tool=callgrind \
         --callgrind-out-file="$tmp/cg.$kind" $(cmd_of "$kind") >/dev/null 2>"$tmp/cg.err" || exit 1
       n=$(sed -n 's/.*Collected : *//p' "$tmp/cg.err")
       ins="$ins $n"
       echo "ins$k $kind $n" >>"$tmp/goals"
     done
-    read -r fi ni <<<"$ins"
+    read -r fi ni si <<<"$ins"
     row "agent K=$k: instructions, C floor / lash isolation none (callgrind)" \
         "$(awk -v f="$fi" -v n="$ni" 'BEGIN { printf "%.1f / %.1f", f / 1e6, n / 1e6 }')" "M" "one run each; commands not counted"
+    [ -n "${si:-}" ] && row "agent K=$k: instructions, lash isolation none --no-save (callgrind)" \
+        "$(awk -v n="$si" 'BEGIN { printf "%.1f", n / 1e6 }')" "M" "one run"
   fi
   if [ "$k" -eq 200 ] && [ -x /usr/bin/time ]; then
     rss=""
@@ -109,7 +118,8 @@ awk -v jail="$jail" '
     for (k in ks) {
       f = t[k, "floor"]
       if (k == 0) {
-        printf "cold start (K=0), lash isolation none / floor|%.2f|x|aim <= 1.5\n", t[k, "none"] / f
+        printf "cold start (K=0), lash isolation none / floor|%.2f|x|aim <= 1.5 (the session saved)\n", t[k, "none"] / f
+        if ((k, "nosave") in t) printf "cold start (K=0), lash isolation none --no-save / floor|%.2f|x|aim <= 1.5\n", t[k, "nosave"] / f
         if (jail) printf "cold start (K=0), lash sandbox capability / floor|%.2f|x|the jail is built at the first command, not at start\n", t[k, "sandbox"] / f
         continue
       }
@@ -120,6 +130,7 @@ awk -v jail="$jail" '
     }
     if ("none" in ins20) printf "K=20 instructions per step over the floor, lash isolation none|%.2f|M/step|load-independent view of the +0.3 ms/step aim (%.2f M of it is the cold start spread over 20 steps)\n", (ins20["none"] - ins20["floor"]) / 20e6, ("none" in ins) ? (ins["none"] - ins["floor"]) / 20e6 : 0
     if ("none" in ins) printf "cold start (K=0) in instructions, lash isolation none / floor|%.2f|x|aim <= 1.5 (callgrind; the wall-time ratio above is noisier)\n", ins["none"] / ins["floor"]
+    if ("nosave" in ins) printf "cold start (K=0) in instructions, lash isolation none --no-save / floor|%.2f|x|aim <= 1.5 (callgrind)\n", ins["nosave"] / ins["floor"]
     if ("none" in rss) printf "peak RSS K=200, lash isolation none|%s|MiB|floor %s MiB\n", rss["none"], rss["floor"]
     if ("sandbox" in rss) printf "peak RSS K=200, lash sandbox capability|%s|MiB|aim <= 15\n", rss["sandbox"]
   }' "$tmp/goals" | sort -t'|' -k1,1V | while IFS='|' read -r a b c d; do goal "$a" "$b" "$c" "$d"; done

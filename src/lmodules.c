@@ -80,6 +80,9 @@ static int no_loadlib(lua_State *L) {
 ** a shared liblua the C modules could link against? */
 static int lua_is_private(void) {
   Dl_info lua_info, lash_info;
+  /* the Lua the process exports (the CLI's, linked in and -rdynamic):
+  ** C modules bind to this very one */
+  if (dlsym(RTLD_DEFAULT, "lua_newstate") == (void *)lua_newstate) return 0;
   if (!dladdr((void *)lua_newstate, &lua_info) ||
       !dladdr((void *)lash_modules_install, &lash_info))
     return 0;

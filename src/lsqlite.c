@@ -25,6 +25,8 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "lsqlite_dl.h"
+
 #define DB_MT "lash.sqlite.db"
 #define STMT_MT "lash.sqlite.stmt"
 
@@ -94,6 +96,7 @@ static int l_open(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   int busy = 5000, readonly = 0, wal = 1;
   static const char *const options[] = {"busy_timeout", "readonly", "wal", NULL};
+  LASH_SQLITE_NEED(L);
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
     lashA_checkoptions(L, 2, "lash.sqlite.open", options);
@@ -321,6 +324,7 @@ static int stmt_isclosed(lua_State *L) {
 }
 
 static int l_version(lua_State *L) {
+  LASH_SQLITE_NEED(L);
   lua_pushstring(L, sqlite3_libversion());
   return 1;
 }

@@ -20,6 +20,7 @@
 #include "lash_lua.h"
 #include "lauxlib.h"
 #include "runtime.h"
+#include "cli/pool.h"
 #include "cli/term.h"
 
 #include <errno.h>
@@ -202,10 +203,16 @@ int main(int argc, char **argv) {
   lash_State *S;
   lua_State *L;
   cli_signals cs;
+  cli_pool pool;
   int i, j, code = 0;
   memset(&cs, 0, sizeof cs);
+  memset(&pool, 0, sizeof pool);
   cs.sig.fd = -1;
   lash_options_init(&opts);
+  /* the Lua heap's small blocks from the program's pool (cli/pool.c):
+  ** freed by cli_pool_close once the state is gone */
+  opts.alloc = cli_pool_alloc;
+  opts.alloc_ud = &pool;
   if (!getenv("LASH_LUA_DIR") || !*getenv("LASH_LUA_DIR"))
     opts.lua_dir = tree_lua_dir(tree, sizeof tree);
   {
@@ -245,11 +252,13 @@ int main(int argc, char **argv) {
   S = lash_open(&opts);
   if (!S) {
     fprintf(stderr, "lash: cannot create a Lua state (out of memory)\n");
+    cli_pool_close(&pool);
     return 1;
   }
   if (strcmp(lash_errmsg(S), "no error") != 0) {
     fprintf(stderr, "lash: %s\n", lash_errmsg(S));
     lash_close(S);
+    cli_pool_close(&pool);
     return 1;
   }
   L = lash_lua(S);
@@ -280,6 +289,7 @@ int main(int argc, char **argv) {
   /* Tasks still alive (an aborted cleanup) unwind here without waiting,
   ** and closing the Lua state kills the commands they were running. */
   lash_close(S);
+  cli_pool_close(&pool);
   /* the loop is gone with S: only the fd and the mask are left to undo */
   lash_signal_stop(NULL, &cs.sig);
   return code;

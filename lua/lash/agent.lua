@@ -68,7 +68,6 @@ local json = require "lash.json"
 local tool = require "lash.tool"
 local toolset = require "lash.toolset"
 local capability = require "lash.capability"
-local template = require "lash.template"
 local models = require "lash.models"
 local mparts = require "lash.models.parts"
 local structured = require "lash.models.structured"
@@ -440,7 +439,8 @@ local function render_list(run, list, names, label, out)
       end
     elseif piece:find("{{", 1, true) then
       vars = vars or capability.template_vars(run.ctx, names)
-      text = template.render(piece, vars, #list > 1 and (label .. "[" .. i .. "]") or label)
+      -- the template engine loads only for instructions that have one
+      text = require("lash.template").render(piece, vars, #list > 1 and (label .. "[" .. i .. "]") or label)
     else
       text = piece
     end

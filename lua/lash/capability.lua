@@ -18,7 +18,6 @@
 -- @module lash.capability
 local tool = require "lash.tool"
 local toolset = require "lash.toolset"
-local template = require "lash.template"
 
 local M = {}
 
@@ -111,7 +110,7 @@ end
 -- @tparam[opt] string name used in error messages
 -- @treturn table a rendered copy
 function M.render_fields(ctx, t, name)
-  return template.render_fields(t, M.template_vars(ctx), name)
+  return require("lash.template").render_fields(t, M.template_vars(ctx), name)
 end
 
 --- The variables templates see for a run context.

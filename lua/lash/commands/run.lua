@@ -250,6 +250,9 @@ function M.trace_exporter(config, cli)
 end
 
 function M.main(args, cli)
+  -- what start-up allocates (lash's modules, the spec, the tools) stays
+  -- alive: the collector would only walk it. It resumes as the run starts.
+  collectgarbage("stop")
   local o = parse_args(args, cli)
   local spec_path = o.positional[1]
   if not spec_path then cli.usage_error("missing the agent spec (a .lua, .yaml or .json file)") end
@@ -352,6 +355,7 @@ function M.main(args, cli)
     opts.on_message = function(msg, i) save_message(msg, i); rt.on_message(msg) end
   end
   local lash = require "lash"
+  collectgarbage("restart")
   local ok, res = pcall(function() return agent:start(prompt, opts):join() end)
   -- the spinner line goes whatever happened (a signal included)
   printer:close()
