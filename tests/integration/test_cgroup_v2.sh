@@ -26,6 +26,7 @@ MARK='lash-vm| '
 if [ "${1:-}" = --in-vm ]; then
   export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   export HOME=/tmp/home LANG=C.UTF-8
+  grep -q lash.x /proc/cmdline && export LASH_VM_X=1
   say() { printf '%s%s\n' "$MARK" "$*"; }
   halt() { sync; echo o >/proc/sysrq-trigger; sleep 10; exit 1; }
   # the root is the host's, read-only: lash's own state goes on tmpfs
@@ -41,9 +42,15 @@ if [ "${1:-}" = --in-vm ]; then
   mount -t cgroup2 cgroup2 /sys/fs/cgroup || { say "Bail out! cannot mount cgroup2"; halt; }
   say "# kernel $(uname -r), cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
   echo "+pids +memory" >/sys/fs/cgroup/cgroup.subtree_control
-  LASH_CONTAINMENT_ONLY=cgroup LASH_CONTAINMENT_CGROUP=2 LASH_BUILD="$BUILD" LASH_BIN="$LASH" \
-    bash tests/integration/test_containment.sh 2>&1 | sed "s/^/$MARK/"
-  LASH_BUILD="$BUILD" LASH_BIN="$LASH" bash "$0" --v2-cases 2>&1 | sed "s/^/$MARK/"
+  # lash.parts= on the kernel's command line (LASH_VM_PARTS): only some
+  parts=$(sed -n 's/.*lash\.parts=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
+  case ,${parts:-containment,v2}, in *,containment,*)
+    LASH_CONTAINMENT_ONLY=cgroup LASH_CONTAINMENT_CGROUP=2 LASH_BUILD="$BUILD" LASH_BIN="$LASH" \
+      bash tests/integration/test_containment.sh 2>&1 | sed "s/^/$MARK/" ;;
+  esac
+  case ,${parts:-containment,v2}, in *,v2,*)
+    LASH_BUILD="$BUILD" LASH_BIN="$LASH" bash ${LASH_VM_X:+-x} "$0" --v2-cases 2>&1 | sed "s/^/$MARK/" ;;
+  esac
   say "done"
   halt
 fi
@@ -56,6 +63,7 @@ if [ "${1:-}" = --v2-cases ]; then
   check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d" "failed: $*"; fi; }
   CG=/sys/fs/cgroup
   work=$(mktemp -d /tmp/lash-v2.XXXXXX)
+  chmod 711 "$work"    # the jails' uids reach the state root through it
   export LASH_SANDBOX_ROOT=$work/state
   sb() { "$LASH" sandbox "$@"; }
   cgdir() { sed -n 2p "$LASH_SANDBOX_ROOT/$1/cgroup" 2>/dev/null; }
@@ -75,17 +83,50 @@ if [ "${1:-}" = --v2-cases ]; then
   check "lash in a delegated scope puts a sandbox beside its own group, not in it ($d)" \
     test "${d%/*}" = $CG/deleg/app.slice/lash -a -d "$d"
   check "  with its pids.max ($(cat "$d/pids.max" 2>/dev/null))" test "$(cat "$d/pids.max" 2>/dev/null)" = 33
-  out=$(in_group $CG/deleg/app.slice/run-1.scope "$LASH" sandbox exec "$S" -- sh -c 'cat /proc/self/cgroup' 2>&1)
-  check "  and its commands run in that group ($out)" test "$out" = "0::${d#$CG}"
-  sb destroy "$S"
-  check "  destroy leaves no group" test ! -e "$d"
+  # the default memory.max: half the RAM (under 8 GiB), in whole pages
+  half=$(awk '/^MemTotal:/ { printf "%d", $2 * 1024 / 2 / 4096 }' /proc/meminfo)
+  check "  and the default memory.max, half the RAM ($(cat "$d/memory.max" 2>/dev/null))" \
+    test "$(cat "$d/memory.max" 2>/dev/null)" = $((half * 4096))
+  ( in_group $CG/deleg/app.slice/run-1.scope "$LASH" sandbox exec "$S" --timeout 60 -- sleep 57.25 >/dev/null 2>&1 & )
+  for _ in $(seq 300); do [ -s "$d/cgroup.procs" ] && break; sleep 0.1; done
+  check "  and its commands run in that group ($(wc -l <"$d/cgroup.procs") processes)" test -s "$d/cgroup.procs"
+  [ -n "$S" ] && sb destroy "$S"
+  check "  destroy leaves no group" test -n "$d" -a ! -e "$d"
   kill "$holder"; wait "$holder" 2>/dev/null
+
+  # --- the same as an unprivileged user, as systemd --user delegates -------
+  # (the user owns user@U.service: the directory and its cgroup.procs,
+  # cgroup.subtree_control and cgroup.threads; below it, what it made)
+  U=61500; ud=$CG/udeleg/user@$U.service
+  mkdir -p $ud/app.slice/run-2.scope
+  echo "+pids +memory" >$CG/udeleg/cgroup.subtree_control
+  echo "+pids +memory" >$ud/cgroup.subtree_control
+  chown $U:$U $ud $ud/cgroup.procs $ud/cgroup.subtree_control $ud/cgroup.threads
+  chown -R $U:$U $ud/app.slice
+  mkdir -p "$work/u" "$work/uhome" && chown $U:$U "$work/u" "$work/uhome"
+  as_user() { in_group $ud/app.slice/run-2.scope setpriv --reuid $U --regid $U --clear-groups \
+      env -i PATH="$PATH" HOME="$work/uhome" LASH_SANDBOX_ROOT="$work/u" "$LASH" sandbox "$@"; }
+  S=$(as_user create --limit pids=40 --limit memory=$((80 * 1024 * 1024)) 2>"$work/err")
+  d=$(sed -n 2p "$work/u/$S/cgroup" 2>/dev/null)
+  check "as uid $U in a delegated scope, a sandbox gets a group beside it ($d$(head -c 300 "$work/err"))" \
+    test -n "$S" -a "${d%/*}" = $ud/app.slice/lash -a -d "$d"
+  check "  with pids.max $(cat "$d/pids.max" 2>/dev/null) and memory.max $(cat "$d/memory.max" 2>/dev/null)" \
+    test "$(cat "$d/pids.max" 2>/dev/null)" = 40 -a "$(cat "$d/memory.max" 2>/dev/null)" = $((80 * 1024 * 1024))
+  ( as_user exec "$S" --timeout 60 -- sleep 56.75 >/dev/null 2>&1 & )
+  for _ in $(seq 300); do [ -s "$d/cgroup.procs" ] && break; sleep 0.1; done
+  check "  its commands run in it ($(wc -l <"$d/cgroup.procs" 2>/dev/null) processes)" test -s "$d/cgroup.procs"
+  out=$(as_user exec "$S" -- sh -c 'dd if=/dev/zero bs=120M count=1 iflag=fullblock 2>/dev/null | wc -c; echo "exit $?"' 2>&1)
+  check "  a 120 MiB buffer in it is OOM-killed by its memory.max ($(echo $out); oom kills $(awk '$1 == "oom_kill" { print $2 }' "$d/memory.events"))" \
+    test "$(awk '$1 == "oom_kill" { print $2 }' "$d/memory.events" 2>/dev/null)" -ge 1
+  [ -n "$S" ] && as_user destroy "$S"
+  check "  destroy removes it, and what ran in it" test -n "$d" -a ! -e "$d" -a -z "$(pgrep -f '^sleep 56[.]75$')"
 
   # --- a container: lash's cgroup namespace root holds processes -------------
   # No group lash may write has room for a leaf: it must say so, not fail
   # obscurely or fall back silently.
   mkdir -p $CG/ct
-  err=$(in_group $CG/ct unshare -Cm sh -c "mount -t cgroup2 cgroup2 $CG && sleep 60 & sleep 0.5; \"$LASH\" sandbox create --limit memory=67108864 2>&1 >/dev/null; kill %1" )
+  err=$(in_group $CG/ct unshare -Cm sh -c "umount $CG && mount -t cgroup2 cgroup2 $CG || exit 1
+    sleep 60 & \"$LASH\" sandbox create --limit memory=67108864 2>&1 >/dev/null; kill \$!")
   check "in a cgroup namespace whose root holds processes, --limit memory is refused naming why" \
     sh -c 'echo "$1" | grep -q "limits.memory needs a cgroup" && echo "$1" | grep -q "no internal processes"' _ "$err"
   echo "# $err"
@@ -98,11 +139,12 @@ if [ "${1:-}" = --v2-cases ]; then
   check "LASH_CGROUP_ROOT puts the group there ($d)" test "${d%/*}" = $CG/given -a -d "$d"
   check "  with memory.max ($(cat "$d/memory.max" 2>/dev/null)) and memory.swap.max $(cat "$d/memory.swap.max" 2>/dev/null)" \
     test "$(cat "$d/memory.max" 2>/dev/null)" = $((96 * 1024 * 1024)) -a "$(cat "$d/memory.swap.max" 2>/dev/null)" = 0
-  sb destroy "$S"
-  check "  destroy leaves no group" test ! -e "$d"
-  in_group $CG/given sleep 600 & holder=$!
-  sleep 0.2
-  err=$(LASH_CGROUP_ROOT=$CG/given sb create --limit pids=10 2>&1 >/dev/null)
+  [ -n "$S" ] && sb destroy "$S"
+  check "  destroy leaves no group" test -n "$d" -a ! -e "$d"
+  mkdir $CG/busy
+  in_group $CG/busy sleep 600 & holder=$!
+  for _ in $(seq 50); do [ -s $CG/busy/cgroup.procs ] && break; sleep 0.1; done
+  err=$(LASH_CGROUP_ROOT=$CG/busy sb create --limit pids=10 2>&1 >/dev/null)
   check "LASH_CGROUP_ROOT that holds processes is refused naming why" \
     sh -c 'echo "$1" | grep -q "LASH_CGROUP_ROOT" && echo "$1" | grep -q "holds processes"' _ "$err"
   echo "# $err"
@@ -194,14 +236,15 @@ chmod 755 "$tmp/initrd/init"
 (cd "$tmp/initrd" && find . | cpio -o -H newc --quiet >"$tmp/initrd.cpio")
 
 # LASH_VM_CONSOLE=FILE keeps the VM's whole console there (LASH_VM_LOGLEVEL=7
-# puts the kernel's messages on it)
+# puts the kernel's messages on it; LASH_VM_PARTS=containment or v2 runs one
+# part only)
 console=${LASH_VM_CONSOLE:-$tmp/console}
 t0=$SECONDS
 # The VM's memory: the default memory.max is half of it, the test's own
 # limits are far below. No network; the console is the serial port.
-timeout 900 "$QEMU" "${accel_args[@]}" -m 1024 -smp 2 -nographic -no-reboot -nic none \
+timeout 800 "$QEMU" "${accel_args[@]}" -m 1024 -smp 2 -nographic -no-reboot -nic none \
   -kernel "$kernel" -initrd "$tmp/initrd.cpio" \
-  -append "console=ttyS0 loglevel=${LASH_VM_LOGLEVEL:-1} panic=-1" \
+  -append "console=ttyS0 loglevel=${LASH_VM_LOGLEVEL:-1} panic=-1 lash.parts=${LASH_VM_PARTS:-containment,v2}${LASH_VM_X:+ lash.x}" \
   -fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap" \
   -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
   </dev/null >"$console" 2>&1
