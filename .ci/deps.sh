@@ -42,7 +42,14 @@ PKGS=(
   love xvfb xauth libgl1-mesa-dri
   # make test: the Neovim example (test_nvim.sh), nvim --headless (LuaJIT)
   neovim
+  # make test: the cgroup v2 test (test_cgroup_v2.sh) boots Debian's kernel
+  # (its 9p modules share the root with the VM) under qemu, from an
+  # initramfs of static busybox made with cpio
+  qemu-system-x86 linux-image-amd64 busybox-static cpio
 )
+# The CI root never boots the kernel it installs: no initramfs for it (the
+# test brings its own); a real machine keeps Debian's default.
+if [ "${CI:-}" = true ]; then export INITRD=No; fi
 # Node for the MCP interop tests: Debian's, unless a node/npm is already
 # on PATH (from another source: keep it)
 if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi

@@ -193,10 +193,12 @@ static int v2_base(char *base, size_t basesz, char *why, size_t whysz) {
       snprintf(why, whysz, "cannot enable the pids and memory controllers "
                "for child groups under cgroup v2 at %.300s (%s)%s", p,
                strerror(-rc), rc == -EBUSY ? ": processes live in that "
-               "group (no internal processes); start lash in a group whose "
-               "parent delegates them (systemd-run -p Delegate=yes, a "
-               "container with a cgroup of its own) or set LASH_CGROUP_ROOT"
-               : "");
+               "group, and a cgroup v2 group with processes can have no "
+               "children with controllers (no internal processes); run lash "
+               "in a leaf group whose parent holds none (systemd-run --scope "
+               "-p Delegate=yes; in a container, first move the processes of "
+               "its root group into a leaf such as /init) or set "
+               "LASH_CGROUP_ROOT to an empty group" : "");
       return rc;
     }
   }
@@ -269,7 +271,12 @@ int lsb_cgroup_setup(const char *id, uint64_t pids, uint64_t memory,
     }
     if ((rc = v2_enable(env)) != 0) {
       snprintf(why, whysz, "cannot enable the pids and memory controllers in "
-               "LASH_CGROUP_ROOT=%s (%s)", env, strerror(-rc));
+               "LASH_CGROUP_ROOT=%s (%s)%s", env, strerror(-rc),
+               rc == -EBUSY ? ": that group holds processes, and a cgroup v2 "
+               "group with processes cannot have children with controllers "
+               "(no internal processes); give lash an empty group" :
+               rc == -ENOENT ? ": its parent does not delegate them (add "
+               "them to the parent's cgroup.subtree_control)" : "");
       return rc;
     }
     snprintf(base, sizeof base, "%s", env);
