@@ -63,6 +63,34 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # done_testing: the plan, and the exit status (0 when nothing failed).
 done_testing() { echo "1..$n"; [ "$failed" -eq 0 ]; exit; }
 
+# jail_probe: "yes" when $LASH can run a bubblewrap jail here, else "no WHY"
+# (stdout only: a sanitized build may print warnings on stderr).
+jail_probe() {
+  "$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null
+}
+
+# start_modal_fake DIR [LIFETIME]: the Modal fake (tests/modal_fake) on
+# loopback, its state in DIR, stopped at exit (continued first: a test may
+# have stopped it); sets $fake and $port and writes DIR/modal.toml, a
+# profile pointing at it. Fails when the fake did not start.
+start_modal_fake() {
+  local dir=$1 _
+  /usr/bin/python3 tests/modal_fake/server.py --state "$dir" --lifetime "${2:-300}" --watch-pid $$ \
+    >"$dir/server.log" 2>&1 &
+  fake=$!
+  at_exit "kill -CONT $fake 2>/dev/null; kill $fake 2>/dev/null; wait $fake 2>/dev/null"
+  for _ in $(seq 300); do [ -f "$dir/ports.json" ] && break; sleep 0.1; done
+  port=$(/usr/bin/python3 -c "import json;print(json.load(open('$dir/ports.json'))['control'])" 2>/dev/null)
+  [ -n "$port" ] || return 1
+  cat >"$dir/modal.toml" <<TOML
+[ci]
+active = true
+token_id = "ak-fake-id"
+token_secret = "as-fake-secret"
+server_url = "http://127.0.0.1:$port"
+TOML
+}
+
 # at_exit COMMAND: run COMMAND (a string, evaluated) when the test exits,
 # the last registered first. new_tmp VAR [TEMPLATE]: a fresh directory in
 # $VAR, removed at exit.

@@ -23,7 +23,7 @@ unset LASH_CONFIG LASH_MODEL LASH_SANDBOX_BACKEND ANTHROPIC_API_KEY ANTHROPIC_BA
 export LASH_SANDBOX_ROOT=$T/sandboxes XDG_CONFIG_HOME=$T/cfg
 mkdir -p "$T/home"
 sandbox=0
-probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
+probe=$(jail_probe)
 [ "$probe" = yes ] && sandbox=1
 export CHAT_MARK="sleep 7$$.5"  # not a pattern other tests look for (sleep 9x)
 

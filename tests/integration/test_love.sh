@@ -20,7 +20,7 @@ command -v xvfb-run >/dev/null 2>&1 || skip_all "xvfb-run is not installed (make
 command -v python3 >/dev/null 2>&1 || skip_all "needs python3 to read the results"
 [ -f "$B/liblash.so" ] || skip_all "$B/liblash.so is not built"
 [ -x "$LASH" ] || skip_all "$LASH is not built (it probes for a sandbox)"
-probe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
+probe=$(jail_probe)
 if [ "${probe%% *}" != "yes" ]; then
   skip_all "no bubblewrap jail here (the NPC runs a sandbox command): ${probe#no }"
 fi

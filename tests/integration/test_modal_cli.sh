@@ -10,21 +10,8 @@ LASH="$B/bin/lash"
 /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null || skip_all "python3-grpcio/protobuf missing"
 command -v protoc >/dev/null || skip_all "protoc missing"
 
-state=$(mktemp -d)
-/usr/bin/python3 tests/modal_fake/server.py --state "$state" --lifetime 300 --watch-pid $$ \
-  >"$state/server.log" 2>&1 &
-fake=$!
-at_exit 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$state"'
-for _ in $(seq 300); do [ -f "$state/ports.json" ] && break; sleep 0.1; done
-[ -f "$state/ports.json" ] || { echo "Bail out! fake did not start"; cat "$state/server.log"; exit 1; }
-port=$(/usr/bin/python3 -c "import json;print(json.load(open('$state/ports.json'))['control'])")
-cat >"$state/modal.toml" <<TOML
-[ci]
-active = true
-token_id = "ak-fake-id"
-token_secret = "as-fake-secret"
-server_url = "http://127.0.0.1:$port"
-TOML
+new_tmp state
+start_modal_fake "$state" || { echo "Bail out! fake did not start"; cat "$state/server.log"; exit 1; }
 export MODAL_CONFIG_PATH="$state/modal.toml"
 unset MODAL_TOKEN_ID MODAL_TOKEN_SECRET MODAL_SERVER_URL MODAL_PROFILE
 

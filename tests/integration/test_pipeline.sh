@@ -80,20 +80,8 @@ same "nothing is left at the end" "$("$LASH" sandbox list)" ""
 
 # -- the same pipeline on the fake Modal (when its python deps are here)
 if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null; then
-  state=$(mktemp -d)
-  /usr/bin/python3 tests/modal_fake/server.py --state "$state" --lifetime 300 --watch-pid $$ \
-    >"$state/server.log" 2>&1 &
-  fake=$!
-  at_exit 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$state"'
-  for _ in $(seq 300); do [ -f "$state/ports.json" ] && break; sleep 0.1; done
-  port=$(/usr/bin/python3 -c "import json;print(json.load(open('$state/ports.json'))['control'])" 2>/dev/null)
-  cat >"$state/modal.toml" <<TOML
-[ci]
-active = true
-token_id = "ak-fake-id"
-token_secret = "as-fake-secret"
-server_url = "http://127.0.0.1:$port"
-TOML
+  new_tmp state
+  start_modal_fake "$state"
   rm -f "$OUT/report.md"
   out=$(MODAL_CONFIG_PATH="$state/modal.toml" BACKEND=modal OWNER="pipeline/modal-$$" LASH=$LASH \
     sh examples/pipeline/run.sh "$OUT" 2>"$OUT/stderr"); rc=$?

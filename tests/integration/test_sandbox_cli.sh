@@ -7,8 +7,7 @@
 LASH=${LASH_BIN:-$BUILD/bin/lash}
 
 if [ ! -x "$LASH" ]; then skip_all "$LASH is not built"; fi
-# stdout only: a sanitized build may print warnings on stderr
-probe=$("$LASH" eval 'local ok, why = lash.sandbox.probe(); return ok and "yes" or "no " .. tostring(why)' 2>/dev/null)
+probe=$(jail_probe)
 if [ "${probe%% *}" != "yes" ]; then
   skip_all "no bubblewrap jail here: ${probe#no }"
 fi

@@ -10,7 +10,7 @@
 LASH=$BUILD/bin/lash
 [ -x "$LASH" ] || skip_all "$LASH is not built"
 command -v python3 >/dev/null || skip_all "no python3 to age sandboxes"
-probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
+probe=$(jail_probe)
 [ "$probe" = yes ] || skip_all "no bubblewrap jail here"
 work=$(mktemp -d /tmp/lash-reclaim.XXXXXX); chmod 711 "$work"
 pids=()

@@ -136,7 +136,7 @@ same "the unfinished call was answered as interrupted, and saved" \
 same "the session now ends complete" "$("$LASH" sessions show "$latest" --json | py 'v["runs"][-1]["status"]')" "complete"
 
 # -- the same with a real sandbox: SIGKILL while the jail's command sleeps
-probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
+probe=$(jail_probe)
 if [ "$probe" = yes ]; then
   mark="sleep 4242$$"
   cat > "$T/jail.lua" <<LUA

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 LASH=$BUILD/bin/lash
 [ -x "$LASH" ] || skip_all "$LASH is not built"
-probe=$("$LASH" eval 'local ok = lash.sandbox.probe(); return ok and "yes" or "no"' 2>/dev/null)
+probe=$(jail_probe)
 [ "$probe" = yes ] || skip_all "no bubblewrap jail here"
 work=$(mktemp -d /tmp/lash-sig.XXXXXX); chmod 711 "$work"
 fake=
@@ -149,17 +149,7 @@ fi
 if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null \
    && command -v protoc >/dev/null; then
   ms=$work/modal; mkdir -p "$ms"
-  /usr/bin/python3 tests/modal_fake/server.py --state "$ms" --lifetime 600 --watch-pid $$ >"$ms/server.log" 2>&1 &
-  fake=$!
-  for _ in $(seq 300); do [ -f "$ms/ports.json" ] && break; sleep 0.1; done
-  port=$(/usr/bin/python3 -c "import json;print(json.load(open('$ms/ports.json'))['control'])")
-  cat >"$ms/modal.toml" <<TOML
-[ci]
-active = true
-token_id = "ak-fake-id"
-token_secret = "as-fake-secret"
-server_url = "http://127.0.0.1:$port"
-TOML
+  start_modal_fake "$ms" 600
   export MODAL_CONFIG_PATH="$ms/modal.toml"
   unset MODAL_TOKEN_ID MODAL_TOKEN_SECRET MODAL_SERVER_URL MODAL_PROFILE
   running() { /usr/bin/python3 -c "import json;s=json.load(open('$ms/state.json'))['sandboxes'];print(sum(1 for v in s.values() if v['running']))"; }
