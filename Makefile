@@ -97,9 +97,10 @@ $(MOD_OBJ): $(BUILD)/gen/lua_modules.c src/lmodules.h
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
 
-# Every object with every symbol, Lua not included: for the CLI, the unit
-# tests, benchmarks and fuzzers, which use lash's insides and link the
-# system Lua. Hosts link liblash.a or liblash.so instead.
+# Every object with every symbol, Lua not included: for the unit tests,
+# benchmarks and fuzzers, which use lash's insides and link the system
+# Lua (the CLI links the objects themselves, below). Hosts link liblash.a
+# or liblash.so instead.
 $(BUILD)/liblash_internal.a: $(LIB_OBJ) $(MOD_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -134,8 +135,9 @@ $(BUILD)/lash/core.so: $(LIB_OBJ) src/lash_core.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=src/lash_core.map -o $@ $(LIB_OBJ) $(shell pkg-config --libs libcurl yaml-0.1 sqlite3) -lm
 
-# The program's own terminal code (src/cli/: `lash chat`'s line editor;
-# it loads libedit when a chat starts); the libraries never have it.
+# The program's own code (src/cli/: `lash chat`'s line editor, which
+# loads libedit when a chat starts, and the Lua heap's pool); the
+# libraries never have it.
 CLI_OBJ   := $(BUILD)/obj/cli/term.o $(BUILD)/obj/cli/pool.o
 $(CLI_OBJ) $(BUILD)/obj/main.o: src/cli/term.h src/cli/pool.h
 

@@ -101,7 +101,8 @@ static int find_mount(const char *ctrl, char *mnt, size_t mntsz, char *root,
   while (!found && fgets(line, sizeof line, f)) {
     char r[LSB_PATH_MAX], mp[LSB_PATH_MAX], fstype[64], super[1024];
     const char *dash = strstr(line, " - ");
-    if (!dash) continue;
+    /* most lines are not cgroups: skip them before any sscanf */
+    if (!dash || strncmp(dash + 3, "cgroup", 6) != 0) continue;
     if (sscanf(line, "%*s %*s %*s %4095s %4095s", r, mp) != 2) continue;
     super[0] = '\0';
     if (sscanf(dash + 3, "%63s %*s %1023s", fstype, super) < 1) continue;
