@@ -45,6 +45,42 @@ describe("lash.agent definitions", function()
   end)
 end)
 
+describe("run options toolsets and host", function()
+  local function names(tools)
+    local out = {}
+    for i, t in ipairs(tools) do out[i] = t.name end
+    return out
+  end
+
+  it("offers a run's extra toolsets to that run only, after the agent's own tools", function()
+    local seen = {}
+    local echo = lash.tool { name = "whoami", description = "Say which host runs this.",
+      handler = function(ctx) return "host " .. tostring(ctx.host and ctx.host.name) end }
+    local host_tools = lash.toolset { name = "host tools", tools = { echo } }
+    local model = require("lash.models.func").new(function(messages, info)
+      seen[#seen + 1] = names(info.tools)
+      if info.step == 1 and #info.tools == 2 then return { tool_calls = { { name = "whoami", args = {} } } } end
+      local r = results_of(messages)
+      return r and r[1].content or "no tools"
+    end)
+    local agent = lash.agent { model = model, tools = { add } }
+    local res = agent:run("who?", { toolsets = { host_tools }, host = { name = "h1" } })
+    assert.equal("host h1", res.output)
+    assert.same({ "add", "whoami" }, seen[1])
+    -- the agent itself is unchanged: the next run without the option has no host tools
+    seen = {}
+    assert.equal("no tools", agent:run("again").output)
+    assert.same({ "add" }, seen[1])
+  end)
+
+  it("refuses a toolsets entry that is not a toolset", function()
+    local agent = lash.agent { model = "test" }
+    local ok, err = pcall(agent.run, agent, "hi", { toolsets = { { name = "x" } } })
+    assert.is_false(ok)
+    assert.matches("agent:run: toolsets[1] is not a toolset", err, 1, true)
+  end)
+end)
+
 describe("a run", function()
   it("calls tools and returns output, messages, usage and stop_reason", function()
     local model = lash.script_model {

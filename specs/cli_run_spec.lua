@@ -4,7 +4,7 @@ local cli = require "helpers.lash_cli"
 local fake = require "helpers.fake_server"
 
 local lash = require "lash"
-local render = require "lash.render"
+local render = require "lash.cli.printer"
 
 local function lines(s)
   local out = {}
@@ -165,7 +165,7 @@ describe("lash run", function()
   end)
 end)
 
-describe("lash.render", function()
+describe("lash.cli.printer", function()
   local function printer(opts)
     local out = {}
     opts.write = function(s) out[#out + 1] = s end
@@ -220,10 +220,10 @@ describe("lash.render", function()
 
   it("never colours with NO_COLOR, nor off a TTY", function()
     local function use_color(env)
-      -- lash.render needs lash.json, whose codec is in the C module
+      -- lash.cli.printer needs lash.json, whose codec is in the C module
       local p = io.popen(env .. " lua5.4 -e 'package.path=\"lua/?.lua;\"..package.path; "
         .. "package.cpath=\"" .. (os.getenv("LASH_BUILD") or "build") .. "/?.so;\"..package.cpath; "
-        .. "io.write(tostring(require(\"lash.render\").use_color(true)))'")
+        .. "io.write(tostring(require(\"lash.cli.printer\").use_color(true)))'")
       local s = p:read("a")
       p:close()
       return s

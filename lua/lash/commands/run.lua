@@ -3,6 +3,7 @@
 -- Exit codes: the CLI's table (lash.cli.EXIT): 0 the run answered, else
 -- the kind of failure; with --json the last line says it as JSON.
 -- @module lash.commands.run
+local runtime = require "lash.runtime"
 local M = {
   signals = true,      -- SIGINT/SIGTERM/SIGHUP cancel the run and clean up
   json_final = true,   -- --json ends with one {"type":"exit",...} line
@@ -257,7 +258,7 @@ function M.main(args, cli)
   if #o.positional > 2 then
     cli.usage_error("too many arguments: quote the prompt (got " .. #o.positional - 1 .. " words after the spec)")
   end
-  local render = require "lash.render"
+  local render = require "lash.cli.printer"
   local json = require "lash.json"
   local config = require "lash.config"
   local _, cerr = config.get()
@@ -265,7 +266,7 @@ function M.main(args, cli)
   local backend, from_cli = config.backend(o.backend)
   local agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner,
                                                 backend = (from_cli == "cli" or o.attach) and backend or nil })
-  if agent and backend and from_cli ~= "cli" and not o.attach then agent, err = config.default_backend(agent, backend) end
+  if agent and backend and from_cli ~= "cli" and not o.attach then agent, err = require("lash.cli.agents").default_backend(agent, backend) end
   if not agent then
     return { kind = "spec", message = "cannot load the spec: " .. tostring(err) }
   end
@@ -351,7 +352,6 @@ function M.main(args, cli)
     opts.on_event = function(ev) print_event(ev); rt.on_event(ev) end
     opts.on_message = function(msg, i) save_message(msg, i); rt.on_message(msg) end
   end
-  local lash = require "lash"
   local ok, res = pcall(function() return agent:start(prompt, opts):join() end)
   -- the spinner line goes whatever happened (a signal included)
   printer:close()
@@ -386,7 +386,7 @@ function M.main(args, cli)
     out.session = sid
     return out
   end
-  lash.run()
+  runtime.run()
   if res.stop_reason == "approval_required" then
     return { kind = "approval", stop_reason = res.stop_reason, session = sid,
              message = "stopped: " .. tostring(#res.pending)

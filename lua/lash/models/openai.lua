@@ -25,8 +25,9 @@
 -- api.openai.com and as `max_tokens` elsewhere. model_settings: see
 -- SETTINGS; anything else goes in extra_body.
 -- @module lash.models.openai
+local runtime = require "lash.runtime"
 local json = require "lash.json"
-local models = require "lash.models"
+local models = require "lash.models.provider"
 local mparts = require "lash.models.parts"
 
 local M = {}
@@ -212,7 +213,7 @@ end
 M.map_usage = map_usage
 
 local function bad_response(self, what)
-  return require("lash").error("provider", "openai: unexpected response from " .. self.url .. ": " .. what,
+  return runtime.error("provider", "openai: unexpected response from " .. self.url .. ": " .. what,
                                { provider = "openai" })
 end
 
@@ -231,7 +232,7 @@ function Model:parse(body)
   local v, err = json.try_decode(body)
   if type(v) ~= "table" then error(bad_response(self, err or "not a JSON object"), 0) end
   if type(v.error) == "table" then
-    error(require("lash").error("provider", "openai: error in the response from " .. self.url .. ": "
+    error(runtime.error("provider", "openai: error in the response from " .. self.url .. ": "
       .. models.describe_body(body), { provider = "openai" }), 0)
   end
   local choice = type(v.choices) == "table" and v.choices[1]
@@ -277,7 +278,7 @@ local function new_stream(self, on_text, on_thinking)
     if type(v) ~= "table" then error(bad_response(self, "stream chunk is not JSON: " .. tostring(err)), 0) end
     if type(v.error) == "table" then
       local status = models.stream_error_status(v.error)
-      error(require("lash").error("provider", "openai: error in the response stream: " .. models.describe_body(d),
+      error(runtime.error("provider", "openai: error in the response stream: " .. models.describe_body(d),
                                   { provider = "openai", status = status, error_type = v.error.type or v.error.code,
                                     retryable = status and models.retryable_status(status) or false }), 0)
     end

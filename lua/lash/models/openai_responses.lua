@@ -30,8 +30,9 @@
 -- `reasoning_summary` as `reasoning = {effort, summary}`); anything else
 -- goes in extra_body.
 -- @module lash.models.openai_responses
+local runtime = require "lash.runtime"
 local json = require "lash.json"
-local models = require "lash.models"
+local models = require "lash.models.provider"
 local mparts = require "lash.models.parts"
 local openai = require "lash.models.openai"
 
@@ -164,14 +165,14 @@ end
 M.map_usage = map_usage
 
 local function bad_response(self, what)
-  return require("lash").error("provider", "openai-responses: unexpected response from " .. self.url .. ": " .. what,
+  return runtime.error("provider", "openai-responses: unexpected response from " .. self.url .. ": " .. what,
                                { provider = "openai-responses" })
 end
 
 local function failure(self, e, where)
   e = type(e) == "table" and e or {}
   local status = models.stream_error_status(e)
-  return require("lash").error("provider", "openai-responses: " .. where .. ": " .. tostring(e.code or e.type)
+  return runtime.error("provider", "openai-responses: " .. where .. ": " .. tostring(e.code or e.type)
     .. ": " .. tostring(e.message), { provider = "openai-responses", status = status, error_type = e.code or e.type,
                                        retryable = status and models.retryable_status(status) or false })
 end
