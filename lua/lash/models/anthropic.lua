@@ -254,8 +254,7 @@ end
 M.map_usage = map_usage
 
 local function bad_response(self, what)
-  return runtime.error("provider", "anthropic: unexpected response from " .. self.url .. ": " .. what,
-                               { provider = "anthropic" })
+  return models.unexpected("anthropic", self.url, what)
 end
 
 --- Parse a non-streamed response body (exported for tests).

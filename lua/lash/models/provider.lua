@@ -380,6 +380,36 @@ function M.usage()
   return { input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0 }
 end
 
+local function num(x) return type(x) == "number" and x or 0 end
+
+--- lash's usage from an OpenAI usage object. Chat Completions and the
+-- Responses API say the same things under other names: `input` and
+-- `output` are the stems ("prompt"/"completion", or "input"/"output") of
+-- `<stem>_tokens` and `<stem>_tokens_details`.
+-- @tparam table|nil u the usage object
+-- @tparam string input
+-- @tparam string output
+-- @treturn table
+function M.openai_usage(u, input, output)
+  if type(u) ~= "table" then return M.usage() end
+  local ind, outd = u[input .. "_tokens_details"], u[output .. "_tokens_details"]
+  ind, outd = type(ind) == "table" and ind or {}, type(outd) == "table" and outd or {}
+  local reasoning = num(outd.reasoning_tokens)
+  return { input_tokens = num(u[input .. "_tokens"]), output_tokens = num(u[output .. "_tokens"]),
+           cache_read_tokens = num(ind.cached_tokens), cache_write_tokens = 0,
+           reasoning_tokens = reasoning > 0 and reasoning or nil }
+end
+
+--- The error for a response a provider's adapter cannot read.
+-- @tparam string provider e.g. "openai"
+-- @tparam string url where the response came from
+-- @tparam string what what is wrong with it
+-- @return a typed error of kind "provider"
+function M.unexpected(provider, url, what)
+  return runtime.error("provider", provider .. ": unexpected response from " .. url .. ": " .. what,
+                       { provider = provider })
+end
+
 --- A rough, deterministic token estimate for offline models (words).
 function M.estimate_tokens(s)
   local n = 0
