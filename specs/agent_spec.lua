@@ -81,6 +81,30 @@ describe("run options toolsets and host", function()
   end)
 end)
 
+describe("agent:describe", function()
+  it("shows the settings a run uses and the one table of defaults they come from", function()
+    local defaults = require "lash.defaults"
+    local d = lash.agent { model = "test", limits = { max_steps = 7 } }:describe()
+    assert.equal("test", d.model)
+    assert.equal(7, d.limits.max_steps)
+    assert.equal(defaults.agent.max_calls_per_turn, d.limits.max_calls_per_turn)
+    assert.equal(defaults.agent.retries, d.retries)
+    assert.same(defaults.copy(), d.defaults)
+    assert.truthy(json.encode(d))
+    -- a copy: changing what describe returned changes nothing
+    d.defaults.agent.max_steps = 1
+    assert.equal(50, defaults.agent.max_steps)
+  end)
+
+  it("is what the sandbox capability uses", function()
+    local defaults = require "lash.defaults"
+    local cap = lash.sandbox_capability {}
+    assert.equal(defaults.sandbox.max_output_bytes, cap.opts.max_output_bytes)
+    assert.equal(defaults.sandbox.sandbox_timeout, cap.opts.sandbox_timeout)
+    assert.equal(defaults.sandbox.default_command_timeout, cap.opts.default_command_timeout)
+  end)
+end)
+
 describe("a run", function()
   it("calls tools and returns output, messages, usage and stop_reason", function()
     local model = lash.script_model {

@@ -83,15 +83,16 @@ M.Agent = Agent
 
 local runtime = require "lash.runtime"
 local options = require "lash.options"
+local defaults = require "lash.defaults"
 
 local function new_error(kind, message, fields)
   return runtime.error(kind, message, fields)
 end
 
 -- max_calls_per_turn and max_concurrent_tools bound what one model turn
--- can start: a model asking for 10,000 calls gets 64 run, at most 8 at a
--- time, and a result for each of the others telling it the cap.
-local DEFAULT_LIMITS = { max_steps = 50, max_calls_per_turn = 64, max_concurrent_tools = 8 }
+-- can start (lash.defaults.agent says how far).
+local DEFAULT_LIMITS = { max_steps = defaults.agent.max_steps, max_calls_per_turn = defaults.agent.max_calls_per_turn,
+                         max_concurrent_tools = defaults.agent.max_concurrent_tools }
 local LIMIT_KEYS = { max_steps = true, max_tool_calls = true, max_input_tokens = true,
                      max_output_tokens = true, max_total_tokens = true, max_calls_per_turn = true,
                      max_concurrent_tools = true }
@@ -155,7 +156,7 @@ function M.new(def)
   local self = setmetatable({}, Agent)
   for k, v in pairs(def) do self[k] = v end
   self.name = def.name or "agent"
-  self.retries = def.retries or 1
+  self.retries = def.retries or defaults.agent.retries
   self.instructions = capability.instruction_list(def.instructions)
   local sets = {}
   if def.tools and #def.tools > 0 then
@@ -882,6 +883,20 @@ local function execute(run)
   emit(run, { type = "run_end", stop_reason = res.stop_reason, output = res.output,
               usage = copy_usage(run.usage), pending = res.pending })
   return res
+end
+
+--- What this agent runs with: its settings after the defaults, and every
+-- default (lash.defaults) they came from. `lash run --describe` prints it.
+-- @treturn table `{name=, model=, retries=, tool_timeout=, limits=,
+--   capabilities=, defaults=}` (plain data, JSON-serialisable)
+function Agent:describe()
+  local caps = json.array()
+  for i, c in ipairs(self.capabilities) do caps[i] = c.name or getmetatable(c) and getmetatable(c).__name or "?" end
+  return {
+    name = self.name, model = M.model_label(self.model), retries = self.retries,
+    tool_timeout = self.tool_timeout, limits = merged(DEFAULT_LIMITS, self.limits),
+    capabilities = caps, defaults = defaults.copy(),
+  }
 end
 
 --- Start a run as a task.

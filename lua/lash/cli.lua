@@ -86,7 +86,7 @@ function cli.exit_code(kind, signal)
 end
 
 --- The default shutdown bound, seconds (`--shutdown-timeout`, `LASH_SHUTDOWN_TIMEOUT`).
-cli.SHUTDOWN_TIMEOUT = 10
+cli.SHUTDOWN_TIMEOUT = require("lash.defaults").cli.shutdown_timeout
 
 --- Write to standard output.
 function cli.out(...)

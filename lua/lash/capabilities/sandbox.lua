@@ -33,6 +33,7 @@ local capability = require "lash.capability"
 local template = require "lash.template"
 local runtime = require "lash.runtime"
 local options = require "lash.options"
+local defaults = require "lash.defaults"
 local trust = require "lash.trust"
 
 local M = {}
@@ -58,16 +59,17 @@ function M.log(level, message)
 end
 
 
-local DEFAULTS = {
-  backend = "local", app_name = "lash", create_app_if_missing = true, sandbox_timeout = 300,
-  default_command_timeout = 60, max_output_bytes = 51200, max_output_lines = 2000,
-  max_read_bytes = 5242880,
-}
+-- lash.defaults.sandbox, by option name
+local DEFAULTS = {}
+for _, k in ipairs { "backend", "app_name", "create_app_if_missing", "sandbox_timeout", "default_command_timeout",
+                     "max_output_bytes", "max_output_lines", "max_read_bytes" } do
+  DEFAULTS[k] = defaults.sandbox[k]
+end
 
 -- The reuse modes cannot see the sandbox's lifetime: commands are capped
 -- at this unless max_command_timeout says otherwise (or the backend
 -- reports an expiry).
-local REUSE_CEILING = 300
+local REUSE_CEILING = defaults.sandbox.reuse_command_ceiling
 
 -- Capability options that are not backend options.
 local OWN = {

@@ -47,6 +47,9 @@ options:
                    never finished (killed, or stopped for approval) runs
                    them now (with --yes for those needing approval)
   --no-save        do not record this run (LASH_NO_SAVE=1 does the same)
+  --describe       print what the loaded agent runs with (its limits,
+                   retries, model, and every default lash applies) as
+                   JSON, and exit without running it
 
 Every run is saved (spec, model, each message as it enters the history,
 usage, outcome) in $LASH_SESSIONS_DB, else $XDG_STATE_HOME/lash/sessions.db
@@ -73,6 +76,7 @@ local OPTIONS = {
   ["--holder"] = { "holder", "value" }, ["--backend"] = { "backend", "value" }, ["--file"] = { "files", "list" },
   ["--output-schema"] = { "output_schema", "value" }, ["--continue"] = { "continue", "flag" },
   ["-c"] = { "continue", "flag" }, ["--resume"] = { "resume", "value" }, ["--no-save"] = { "no_save", "flag" },
+  ["--describe"] = { "describe", "flag" },
 }
 
 local function parse_args(args, cli)
@@ -255,7 +259,7 @@ function M.main(args, cli)
   local spec_path = o.positional[1]
   if not spec_path then cli.usage_error("missing the agent spec (a .lua, .yaml or .json file)") end
   if o.owner and not o.attach then cli.usage_error("--owner only applies together with --attach") end
-  if #o.positional > 2 then
+  if #o.positional > 2 and not o.describe then
     cli.usage_error("too many arguments: quote the prompt (got " .. #o.positional - 1 .. " words after the spec)")
   end
   local render = require "lash.cli.printer"
@@ -269,6 +273,10 @@ function M.main(args, cli)
   if agent and backend and from_cli ~= "cli" and not o.attach then agent, err = require("lash.cli.agents").default_backend(agent, backend) end
   if not agent then
     return { kind = "spec", message = "cannot load the spec: " .. tostring(err) }
+  end
+  if o.describe then
+    cli.out(json.encode_canonical(agent:describe()), "\n")
+    return { kind = "ok" }
   end
   local save = not o.no_save and not (os.getenv("LASH_NO_SAVE") or ""):match("^[1ty]")
   -- the store is loaded only when a run saves or continues (a cold start

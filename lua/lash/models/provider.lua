@@ -8,6 +8,7 @@
 -- @module lash.models.provider
 local json = require "lash.json"
 local runtime = require "lash.runtime"
+local defaults = require "lash.defaults"
 
 local M = {}
 
@@ -86,8 +87,8 @@ end
 
 --- The backoff for attempt n (1-based) with jitter.
 function M.backoff(n, base)
-  base = base or 0.5
-  local d = math.min(8, base * 2 ^ (n - 1))
+  base = base or defaults.model.retry_delay
+  local d = math.min(defaults.model.max_backoff, base * 2 ^ (n - 1))
   return d * (0.75 + 0.25 * math.random())
 end
 
@@ -141,7 +142,7 @@ function M.post(p)
   if not http or not http.request then
     error(model_error("unavailable", p.provider .. ": lash.http is not available in this build"), 0)
   end
-  local max_retries = p.max_retries or 2
+  local max_retries = p.max_retries or defaults.model.max_retries
   local attempt = 0
   while true do
     attempt = attempt + 1
@@ -191,7 +192,7 @@ function M.post(p)
     local after = M.retry_after(headers)
     local delay
     if after then
-      delay = math.min(after, p.max_retry_delay or 60)
+      delay = math.min(after, p.max_retry_delay or defaults.model.max_retry_delay)
     else
       delay = M.backoff(attempt, p.retry_delay)
     end
@@ -227,7 +228,7 @@ function M.send(model, req, provider, headers, new_stream)
   end
   local resp_body = M.post {
     provider = provider, url = model.url, headers = headers, body = body,
-    timeout = opts.timeout or 600, stream = stream,
+    timeout = opts.timeout or defaults.model.timeout, stream = stream,
     on_event = on_event, stream_done = st and st.is_done, reset = st and st.reset,
     max_retries = opts.max_retries, retry_delay = opts.retry_delay,
     max_retry_delay = opts.max_retry_delay, on_retry = req.on_retry, on_attempt = req.on_attempt,
