@@ -315,6 +315,16 @@ local weak_k = { __mode = "k" }
 local prefixes = setmetatable({}, weak_k)   -- convert -> history -> state
 local memos = setmetatable({}, weak_k)      -- convert -> key -> value
 
+-- The weak-keyed table under `key` in `store`, made on first use.
+local function weak_slot(store, key)
+  local t = store[key]
+  if not t then
+    t = setmetatable({}, weak_k)
+    store[key] = t
+  end
+  return t
+end
+
 --- The wire messages of a history: `convert(message)` (a list of wire
 -- tables for one history message) for each message in order, flattened.
 -- Each wire table is frozen; `convert` must depend on the message alone.
@@ -325,11 +335,7 @@ local memos = setmetatable({}, weak_k)      -- convert -> key -> value
 -- @tparam function convert `function(message) -> {wire...}`
 -- @treturn table
 function M.wire_messages(history, convert)
-  local by_hist = prefixes[convert]
-  if not by_hist then
-    by_hist = setmetatable({}, weak_k)
-    prefixes[convert] = by_hist
-  end
+  local by_hist = weak_slot(prefixes, convert)
   local st = by_hist[history]
   local nh = #history
   if not (st and st.n <= nh and (st.n == 0 or history[st.n] == st.last)) then
@@ -354,11 +360,7 @@ end
 -- @tparam table key
 -- @tparam function convert `function(key) -> table`
 function M.wire(key, convert)
-  local memo = memos[convert]
-  if not memo then
-    memo = setmetatable({}, weak_k)
-    memos[convert] = memo
-  end
+  local memo = weak_slot(memos, convert)
   local v = memo[key]
   if v == nil then
     v = json.freeze(convert(key))
