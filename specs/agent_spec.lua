@@ -45,6 +45,66 @@ describe("lash.agent definitions", function()
   end)
 end)
 
+describe("run options toolsets and host", function()
+  local function names(tools)
+    local out = {}
+    for i, t in ipairs(tools) do out[i] = t.name end
+    return out
+  end
+
+  it("offers a run's extra toolsets to that run only, after the agent's own tools", function()
+    local seen = {}
+    local echo = lash.tool { name = "whoami", description = "Say which host runs this.",
+      handler = function(ctx) return "host " .. tostring(ctx.host and ctx.host.name) end }
+    local host_tools = lash.toolset { name = "host tools", tools = { echo } }
+    local model = require("lash.models.func").new(function(messages, info)
+      seen[#seen + 1] = names(info.tools)
+      if info.step == 1 and #info.tools == 2 then return { tool_calls = { { name = "whoami", args = {} } } } end
+      local r = results_of(messages)
+      return r and r[1].content or "no tools"
+    end)
+    local agent = lash.agent { model = model, tools = { add } }
+    local res = agent:run("who?", { toolsets = { host_tools }, host = { name = "h1" } })
+    assert.equal("host h1", res.output)
+    assert.same({ "add", "whoami" }, seen[1])
+    -- the agent itself is unchanged: the next run without the option has no host tools
+    seen = {}
+    assert.equal("no tools", agent:run("again").output)
+    assert.same({ "add" }, seen[1])
+  end)
+
+  it("refuses a toolsets entry that is not a toolset", function()
+    local agent = lash.agent { model = "test" }
+    local ok, err = pcall(agent.run, agent, "hi", { toolsets = { { name = "x" } } })
+    assert.is_false(ok)
+    assert.matches("agent:run: toolsets[1] is not a toolset", err, 1, true)
+  end)
+end)
+
+describe("agent:describe", function()
+  it("shows the settings a run uses and the one table of defaults they come from", function()
+    local defaults = require "lash.defaults"
+    local d = lash.agent { model = "test", limits = { max_steps = 7 } }:describe()
+    assert.equal("test", d.model)
+    assert.equal(7, d.limits.max_steps)
+    assert.equal(defaults.agent.max_calls_per_turn, d.limits.max_calls_per_turn)
+    assert.equal(defaults.agent.retries, d.retries)
+    assert.same(defaults.copy(), d.defaults)
+    assert.truthy(json.encode(d))
+    -- a copy: changing what describe returned changes nothing
+    d.defaults.agent.max_steps = 1
+    assert.equal(50, defaults.agent.max_steps)
+  end)
+
+  it("is what the sandbox capability uses", function()
+    local defaults = require "lash.defaults"
+    local cap = lash.sandbox_capability {}
+    assert.equal(defaults.sandbox.max_output_bytes, cap.opts.max_output_bytes)
+    assert.equal(defaults.sandbox.sandbox_timeout, cap.opts.sandbox_timeout)
+    assert.equal(defaults.sandbox.default_command_timeout, cap.opts.default_command_timeout)
+  end)
+end)
+
 describe("a run", function()
   it("calls tools and returns output, messages, usage and stop_reason", function()
     local model = lash.script_model {

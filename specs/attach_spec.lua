@@ -7,6 +7,7 @@
 local lash = require "lash"
 local fakes = require "helpers.fake_sandbox"
 local sbcap = require "lash.capabilities.sandbox"
+local agents = require "lash.cli.agents"
 local fmt = require "lash.capabilities.sandbox_format"
 local identity = require "lash.identity"
 
@@ -587,7 +588,7 @@ describe("attaching a whole agent (lash run --attach)", function()
     local agent = lash.agent { model = "test", capabilities = {
       lash.prefix_tools { prefix = "box", capability = lash.sandbox_capability { backend = f.name,
                                                                                  default_command_timeout = 5 } } } }
-    local a = assert(sbcap.attach_agent(agent, "sb-9", "me"))
+    local a = assert(agents.attach_agent(agent, "sb-9", "me"))
     local inner = a.capabilities[1].inner
     assert.equal("sb-9", inner.opts.attach_to)
     assert.equal("me", inner.opts.owner)
@@ -598,26 +599,26 @@ describe("attaching a whole agent (lash run --attach)", function()
   it("switches the backend when asked (lash run --backend), checking the options again", function()
     local g = fakes.new {}
     local agent = lash.agent { model = "test", capabilities = { lash.sandbox_capability { backend = f.name } } }
-    local a = assert(sbcap.attach_agent(agent, "sb-9", "me", g.name))
+    local a = assert(agents.attach_agent(agent, "sb-9", "me", g.name))
     assert.equal(g.name, a.capabilities[1].backend)
-    local b = assert(sbcap.with_backend(agent, g.name))
+    local b = assert(agents.with_backend(agent, g.name))
     assert.equal("owned", b.capabilities[1].mode)
     assert.equal(g.name, b.capabilities[1].backend)
-    local _, err = sbcap.with_backend(lash.agent { model = "test", capabilities = {
+    local _, err = agents.with_backend(lash.agent { model = "test", capabilities = {
       lash.sandbox_capability { rootfs = "/" } } }, g.name)
     assert.matches("the " .. g.name .. " backend has no option rootfs", err, 1, true)
-    _, err = sbcap.with_backend(lash.agent { model = "test" }, g.name)
+    _, err = agents.with_backend(lash.agent { model = "test" }, g.name)
     assert.equal("--backend needs an agent with a sandbox capability (Sandbox, LocalSandbox or ModalSandbox); this "
       .. "one has none", err)
   end)
 
   it("refuses agents with no sandbox, two, or creation-only options", function()
-    local _, err = sbcap.attach_agent(lash.agent { model = "test" }, "sb", "me")
+    local _, err = agents.attach_agent(lash.agent { model = "test" }, "sb", "me")
     assert.matches("needs an agent with a sandbox capability", err, 1, true)
-    _, err = sbcap.attach_agent(lash.agent { model = "test", capabilities = {
+    _, err = agents.attach_agent(lash.agent { model = "test", capabilities = {
       lash.sandbox_capability { backend = f.name }, lash.sandbox_capability { backend = f.name } } }, "sb", "me")
     assert.matches("ambiguous", err, 1, true)
-    _, err = sbcap.attach_agent(lash.agent { model = "test", capabilities = {
+    _, err = agents.attach_agent(lash.agent { model = "test", capabilities = {
       lash.sandbox_capability { backend = f.name, sandbox_timeout = 900 } } }, "sb", "me")
     assert.matches("sandbox_timeout only apply when creating a sandbox, but `attach_to` attaches", err, 1, true)
   end)

@@ -4,7 +4,7 @@ local cli = require "helpers.lash_cli"
 local fake = require "helpers.fake_server"
 
 local lash = require "lash"
-local render = require "lash.render"
+local render = require "lash.cli.printer"
 
 local function lines(s)
   local out = {}
@@ -165,7 +165,7 @@ describe("lash run", function()
   end)
 end)
 
-describe("lash.render", function()
+describe("lash.cli.printer", function()
   local function printer(opts)
     local out = {}
     opts.write = function(s) out[#out + 1] = s end
@@ -220,10 +220,10 @@ describe("lash.render", function()
 
   it("never colours with NO_COLOR, nor off a TTY", function()
     local function use_color(env)
-      -- lash.render needs lash.json, whose codec is in the C module
+      -- lash.cli.printer needs lash.json, whose codec is in the C module
       local p = io.popen(env .. " lua5.4 -e 'package.path=\"lua/?.lua;\"..package.path; "
         .. "package.cpath=\"" .. (os.getenv("LASH_BUILD") or "build") .. "/?.so;\"..package.cpath; "
-        .. "io.write(tostring(require(\"lash.render\").use_color(true)))'")
+        .. "io.write(tostring(require(\"lash.cli.printer\").use_color(true)))'")
       local s = p:read("a")
       p:close()
       return s
@@ -242,10 +242,10 @@ describe("cli.parse_options", function()
   local cli_mod = require "lash.cli"
   local OPTS = { ["--model"] = { "model", "value" }, ["--yes"] = { "yes", "flag" },
                  ["--max-steps"] = { "max_steps", "count" }, ["--file"] = { "files", "list" } }
-  local function usage(args)
+  local function usage(args, opts, how)
     local saved = cli_mod.usage_error
     cli_mod.usage_error = function(msg) error({ usage = msg }, 0) end
-    local ok, err = pcall(cli_mod.parse_options, args, OPTS)
+    local ok, err = pcall(cli_mod.parse_options, args, opts or OPTS, how)
     cli_mod.usage_error = saved
     assert.is_false(ok)
     return err.usage
@@ -264,5 +264,30 @@ describe("cli.parse_options", function()
     assert.equal("option --yes takes no value", usage { "--yes=1" })
     assert.equal("--max-steps needs a positive integer, got '0'", usage { "--max-steps", "0" })
     assert.equal("--max-steps needs a positive integer, got '2.5'", usage { "--max-steps=2.5" })
+  end)
+
+  -- lash mcp and lash sandbox parse with it too: K=V maps and what follows "--"
+  it("reads maps, and keeps what follows -- apart when asked", function()
+    local opts = { ["--env"] = { "env", "map", "=", "K=V" }, ["--header"] = { "headers", "map", ":", "'Name: value'" } }
+    local o = cli_mod.parse_options({ "--env", "A=1", "--env=B=x=y", "--header", "X-Key:  v", "srv", "--", "cmd",
+                                      "--flag" }, opts, { rest = true })
+    assert.same({ env = { A = "1", B = "x=y" }, headers = { ["X-Key"] = "v" }, positional = { "srv" },
+                  rest = { "cmd", "--flag" } }, o)
+    assert.equal("--env needs K=V, got 'A'", usage({ "--env", "A" }, opts))
+    assert.equal("--header needs 'Name: value', got 'nocolon'", usage({ "--header=nocolon" }, opts))
+    assert.equal("unexpected '--'", usage({ "--" }, opts, { rest = "refuse" }))
+  end)
+end)
+
+describe("lash.options", function()
+  local options = require "lash.options"
+  it("names the first unknown key, in sorted order, and the known ones sorted", function()
+    assert.is_nil(options.unknown({ a = 1 }, { a = true, b = true }))
+    assert.equal("c", options.unknown({ d = 1, c = 1, a = 1 }, { a = true }))
+    assert.equal("who: unknown option 'c' (known: a, b)", options.message("who", "option", "c", { b = true, a = true }))
+    assert.equal("w: unknown field 'x' (known fields: a)", options.message("w", "field", "x", { "a" }, "fields"))
+    local ok, err = pcall(options.check, "lash.x", { zz = 1, yy = 2 }, { a = true })
+    assert.is_false(ok)
+    assert.equal("lash.x: unknown option 'yy' (known: a)", err)
   end)
 end)

@@ -242,7 +242,7 @@ end)
 describe("text of turns that call tools, not streamed", function()
   it("is reported as a text event and printed", function()
     local out = {}
-    local printer = require("lash.render").new { write = function(s) out[#out + 1] = s end, tty = false }
+    local printer = require("lash.cli.printer").new { write = function(s) out[#out + 1] = s end, tty = false }
     local a = lash.agent { tools = { clock }, model = require("lash.models.func").script {
       { text = "Let me check the clock.", tool_calls = { { name = "get_time", args = { timezone = "UTC" } } } },
       "Done." } }
@@ -289,7 +289,7 @@ describe_or_skip("openai at full fidelity", function()
     assert.equal(384, res.usage.reasoning_tokens)
     assert.equal(450, res.usage.output_tokens)
     assert.equal("1 request · 30 tokens in · 450 out (384 reasoning) · 0 tool calls",
-                 require("lash.render").usage_line(res.usage))
+                 require("lash.cli.printer").usage_line(res.usage))
   end)
 
   it("refuses unknown model_settings, and merges extra_body", function()
@@ -333,7 +333,7 @@ describe_or_skip("openai at full fidelity", function()
     assert.equal("Partial ans", r.discarded_text)
     -- and the terminal says so
     local out = {}
-    local printer = require("lash.render").new { write = function(s) out[#out + 1] = s end, tty = false }
+    local printer = require("lash.cli.printer").new { write = function(s) out[#out + 1] = s end, tty = false }
     for _, e in ipairs(events) do printer:event(e) end
     assert.matches("Partial ans\n↶ discarded: the text above was cut off and is sent again\n", table.concat(out), 1, true)
   end)
@@ -532,7 +532,7 @@ end)
 describe("the terminal printer", function()
   local function printed(events, color)
     local out = {}
-    local p = require("lash.render").new { write = function(s) out[#out + 1] = s end, tty = false, color = color }
+    local p = require("lash.cli.printer").new { write = function(s) out[#out + 1] = s end, tty = false, color = color }
     for _, e in ipairs(events) do p:event(e) end
     p:close()
     return table.concat(out)

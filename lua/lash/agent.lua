@@ -80,18 +80,18 @@ Agent.__index = Agent
 Agent.__name = "lash.agent"
 M.Agent = Agent
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
+local options = require "lash.options"
+local defaults = require "lash.defaults"
 
 local function new_error(kind, message, fields)
-  return lash().error(kind, message, fields)
+  return runtime.error(kind, message, fields)
 end
 
 -- max_calls_per_turn and max_concurrent_tools bound what one model turn
--- can start: a model asking for 10,000 calls gets 64 run, at most 8 at a
--- time, and a result for each of the others telling it the cap.
-local DEFAULT_LIMITS = { max_steps = 50, max_calls_per_turn = 64, max_concurrent_tools = 8 }
+-- can start (lash.defaults.agent says how far).
+local DEFAULT_LIMITS = { max_steps = defaults.agent.max_steps, max_calls_per_turn = defaults.agent.max_calls_per_turn,
+                         max_concurrent_tools = defaults.agent.max_concurrent_tools }
 local LIMIT_KEYS = { max_steps = true, max_tool_calls = true, max_input_tokens = true,
                      max_output_tokens = true, max_total_tokens = true, max_calls_per_turn = true,
                      max_concurrent_tools = true }
@@ -110,20 +110,13 @@ local RUN_OPTS = {
   holder = "string",  -- who this run is, for claiming an attached sandbox (lash.identity)
   output = "table",   -- a JSON Schema for the answer (overrides the agent's)
   on_message = "function",  -- called with each message as it enters the history (saved sessions)
+  toolsets = "table", -- more toolsets for this run only, after the agent's own
+  host = true,        -- the embedding host's handle for this run: ctx.host in tools and hooks
 }
 
-local function sorted_keys(t)
-  local out = {}
-  for k in pairs(t) do out[#out + 1] = tostring(k) end
-  table.sort(out)
-  return table.concat(out, ", ")
-end
-
 local function check_limits(who, limits, level)
+  options.check(who, limits, LIMIT_KEYS, { what = "limit", level = level })
   for k, v in pairs(limits) do
-    if not LIMIT_KEYS[k] then
-      error(who .. ": unknown limit '" .. tostring(k) .. "' (known: " .. sorted_keys(LIMIT_KEYS) .. ")", level + 1)
-    end
     if v ~= false and (type(v) ~= "number" or v < 0 or v ~= math.floor(v)) then
       error(who .. ": limit '" .. k .. "' must be an integer >= 0 (or false for none), got " .. tostring(v), level + 1)
     end
@@ -162,7 +155,7 @@ function M.new(def)
   local self = setmetatable({}, Agent)
   for k, v in pairs(def) do self[k] = v end
   self.name = def.name or "agent"
-  self.retries = def.retries or 1
+  self.retries = def.retries or defaults.agent.retries
   self.instructions = capability.instruction_list(def.instructions)
   local sets = {}
   if def.tools and #def.tools > 0 then
@@ -282,6 +275,11 @@ local function new_run(agent, prompt, opts)
     local ok, err = schema.check(opts.output, "agent:run: output")
     if not ok then error(err, 3) end
   end
+  for i, ts in ipairs(opts.toolsets or {}) do
+    if not toolset.is_toolset(ts) then
+      error("agent:run: toolsets[" .. i .. "] is not a toolset (make one with lash.toolset{...})", 3)
+    end
+  end
   -- files are read and checked now, so a bad one fails before any request
   local prompt_parts = prompt ~= nil and mparts.prompt_parts(prompt) or nil
   if type(prompt) == "table" then prompt = mparts.summary(prompt_parts) end
@@ -304,7 +302,7 @@ local function new_run(agent, prompt, opts)
                  date = os.date("%Y-%m-%d") }
   local ctx = { deps = opts.deps ~= nil and opts.deps or agent.deps, run = info,
                 values = merged(agent.values, opts.values), messages = messages, usage = usage,
-                agent = agent }
+                agent = agent, host = opts.host }
   local stream = opts.stream
   if stream == nil then stream = agent.stream end
   if stream == nil then stream = opts.on_event ~= nil end
@@ -330,6 +328,9 @@ local function instantiate(run)
   local agent, ctx = run.agent, run.ctx
   local sets, caps = {}, {}
   for _, ts in ipairs(agent.own_toolsets) do
+    sets[#sets + 1] = { ts = ts:for_run(ctx) }
+  end
+  for _, ts in ipairs(run.opts.toolsets or {}) do
     sets[#sets + 1] = { ts = ts:for_run(ctx) }
   end
   for _, c in ipairs(agent.capabilities) do
@@ -516,21 +517,21 @@ local function exec_item(run, item)
 end
 
 local function finish_item(run, item, res, started)
-  local L = lash()
+  local L = runtime
   emit(run, { type = "tool_result", step = run.info.step, id = item.part.id, name = item.part.name,
               status = res.status, content = res.content, elapsed = L.now() - started })
   return res
 end
 
 local function exec_and_report(run, item)
-  local started = lash().now()
+  local started = runtime.now()
   return finish_item(run, item, exec_item(run, item), started)
 end
 
 -- Run the items concurrently, at most `max_concurrent_tools` at a time
 -- (workers taking the next item in order); cancel the rest when one fails.
 local function exec_concurrently(run, items)
-  local L = lash()
+  local L = runtime
   local n = #items
   local results, tasks = {}, {}
   local remaining, failure = n, nil
@@ -853,7 +854,7 @@ local function on_error(e)
 end
 
 local function as_typed(e)
-  local L = lash()
+  local L = runtime
   if L.is_error(e) then return e end
   if type(e) == "table" and e.message then
     return L.error("error", e.message, { traceback = e.traceback })
@@ -862,7 +863,7 @@ local function as_typed(e)
 end
 
 local function execute(run)
-  local L = lash()
+  local L = runtime
   emit(run, { type = "run_start", agent = run.agent.name, model = run.info.model, prompt = run.prompt })
   local ok, res = xpcall(body, on_error, run)
   if not ok then res = as_typed(res) end
@@ -884,6 +885,20 @@ local function execute(run)
   return res
 end
 
+--- What this agent runs with: its settings after the defaults, and every
+-- default (lash.defaults) they came from. `lash run --describe` prints it.
+-- @treturn table `{name=, model=, retries=, tool_timeout=, limits=,
+--   capabilities=, defaults=}` (plain data, JSON-serialisable)
+function Agent:describe()
+  local caps = json.array()
+  for i, c in ipairs(self.capabilities) do caps[i] = c.name or getmetatable(c) and getmetatable(c).__name or "?" end
+  return {
+    name = self.name, model = M.model_label(self.model), retries = self.retries,
+    tool_timeout = self.tool_timeout, limits = merged(DEFAULT_LIMITS, self.limits),
+    capabilities = caps, defaults = defaults.copy(),
+  }
+end
+
 --- Start a run as a task.
 -- @tparam[opt] string prompt nil to resume a history that ends with calls
 --   awaiting approval
@@ -891,7 +906,12 @@ end
 --   `on_message(msg, index)` (each new history message, as it enters),
 --   `approve(ctx, call) -> decision`, `approvals` ({[call id] = decision}),
 --   `model` (override), `limits`, `values`, `model_settings`, `stream`,
---   `holder` (this run's identity when it claims an attached sandbox).
+--   `holder` (this run's identity when it claims an attached sandbox),
+--   `toolsets` (a list of lash.toolset objects offered to this run only,
+--   after the agent's own toolsets and before its capabilities' tools:
+--   e.g. an embedding host's tools), `host` (any value: the embedding
+--   host's handle for this run, seen as `ctx.host` by tool handlers,
+--   instruction functions and toolsets; lash only passes it on).
 --   A decision is true (allow), false (deny), a string (deny with that
 --   message to the model), or `{allow=, args=, message=}` (args: allow
 --   with edited arguments). `approve` may wait (e.g. on a lash.future a
@@ -899,7 +919,7 @@ end
 -- @treturn task whose join() returns the result
 function Agent:start(prompt, opts)
   local run = new_run(self, prompt, opts)
-  return lash().spawn(execute, run)
+  return runtime.spawn(execute, run)
 end
 
 --- Run and wait for the result.
@@ -907,7 +927,7 @@ end
 -- @raise a typed error when the run fails (see the module doc)
 function Agent:run(prompt, opts)
   local run = new_run(self, prompt, opts)
-  return lash().spawn(execute, run):join()
+  return runtime.spawn(execute, run):join()
 end
 
 return M

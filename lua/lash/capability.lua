@@ -18,6 +18,7 @@
 -- @module lash.capability
 local tool = require "lash.tool"
 local toolset = require "lash.toolset"
+local options = require "lash.options"
 
 local M = {}
 
@@ -166,14 +167,7 @@ local function target_of(who, opts)
 end
 
 local function check_keys(who, opts, allowed)
-  for k in pairs(opts) do
-    if not allowed[k] then
-      local names = {}
-      for n in pairs(allowed) do names[#names + 1] = n end
-      table.sort(names)
-      error(who .. ": unknown option '" .. tostring(k) .. "' (known: " .. table.concat(names, ", ") .. ")", 3)
-    end
-  end
+  options.check(who, opts, allowed, { level = 3 })
 end
 
 --- `lash.prefix_tools{capability=, prefix=}`: expose every tool as

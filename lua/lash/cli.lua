@@ -16,6 +16,7 @@
 -- up within the shutdown bound, a second exits at once; the exit code is
 -- then 128 + the signal's number.
 -- @module lash.cli
+local runtime = require "lash.runtime"
 
 local cli = {}
 
@@ -85,7 +86,7 @@ function cli.exit_code(kind, signal)
 end
 
 --- The default shutdown bound, seconds (`--shutdown-timeout`, `LASH_SHUTDOWN_TIMEOUT`).
-cli.SHUTDOWN_TIMEOUT = 10
+cli.SHUTDOWN_TIMEOUT = require("lash.defaults").cli.shutdown_timeout
 
 --- Write to standard output.
 function cli.out(...)
@@ -97,13 +98,22 @@ function cli.err(...)
   io.stderr:write(...)
 end
 
---- Raise a usage error: printed as one line and a pointer to the help, exit code 2.
 --- Parse a command's arguments by a table of its options: each
 -- `["--name"] = { field, kind }` with kind "flag" (true), "value" (the next
--- argument, or `--name=value`), "list" (repeatable values) or "count" (a
--- positive integer). Anything else starting with `--` is a usage error;
--- `--` ends the options. Returns the options with `positional`.
-function cli.parse_options(args, options)
+-- argument, or `--name=value`), "list" (repeatable values), "count" (a
+-- positive integer) or "map" (repeatable `K<sep>V` pairs into a table:
+-- `{ field, "map", sep, form }`, sep "=" or ":" (spaces after a ":" are
+-- dropped), form the shape a usage error shows, e.g. "K=V"). Anything
+-- else starting with `--` is a usage error. `--` ends the options; what
+-- follows is positional, or with `how.rest` the list `o.rest` (`how.rest =
+-- "refuse"`: a `--` is a usage error). Returns the options with
+-- `positional`.
+-- @tparam table args
+-- @tparam table options
+-- @tparam[opt] table how `rest` = true | "refuse"
+-- @treturn table
+function cli.parse_options(args, options, how)
+  how = how or {}
   local o = { positional = {} }
   local i = 1
   while i <= #args do
@@ -112,7 +122,10 @@ function cli.parse_options(args, options)
     if name then a, inline = name, v end
     local opt = options[a]
     if a == "--" then
-      for j = i + 1, #args do o.positional[#o.positional + 1] = args[j] end
+      if how.rest == "refuse" then cli.usage_error("unexpected '--'") end
+      local rest = how.rest and {} or o.positional
+      for j = i + 1, #args do rest[#rest + 1] = args[j] end
+      if how.rest then o.rest = rest end
       break
     elseif opt then
       local field, kind = opt[1], opt[2]
@@ -134,6 +147,12 @@ function cli.parse_options(args, options)
         if kind == "list" then
           o[field] = o[field] or {}
           o[field][#o[field] + 1] = val
+        elseif kind == "map" then
+          local sep = opt[3]
+          local k, mv = val:match("^([^" .. sep .. "]+)" .. sep .. (sep == ":" and "%s*" or "") .. "(.*)$")
+          if not k then cli.usage_error(a .. " needs " .. opt[4] .. ", got '" .. val .. "'") end
+          o[field] = o[field] or {}
+          o[field][k] = mv
         else
           o[field] = val
         end
@@ -148,6 +167,7 @@ function cli.parse_options(args, options)
   return o
 end
 
+--- Raise a usage error: printed as one line and a pointer to the help, exit code 2.
 function cli.usage_error(msg)
   error(setmetatable({ cli_usage = true, kind = "usage", message = msg }, {
     __tostring = function(e) return e.message end,
@@ -186,9 +206,8 @@ function cli.exit_codes_text()
 end
 
 local function help()
-  local lash = require "lash"
   local lines = {
-    "lash " .. lash.version .. ": an embeddable, Lua-scriptable agent harness",
+    "lash " .. runtime.version .. ": an embeddable, Lua-scriptable agent harness",
     "",
     "usage: lash <command> [options]",
     "",
@@ -276,7 +295,7 @@ local function report(name, cmd, o)
   end
   local msg = tostring(o.message)
   if o.kind == "error" and msg:find("not enough memory", 1, true) then
-    local _, limit = require("lash").sys.memory()
+    local _, limit = runtime.sys.memory()
     if limit then
       msg = string.format("the memory budget of %d bytes was exceeded (--memory-limit or "
         .. "LASH_MEMORY_LIMIT); raise it or make the work use less\n%s", limit, msg)
@@ -306,7 +325,7 @@ function cli.main(argv, host)
     return 0
   end
   if first == "--version" or first == "-v" then
-    cli.out("lash ", require("lash").version, "\n")
+    cli.out("lash ", runtime.version, "\n")
     return 0
   end
   local cmd = load_command(first)

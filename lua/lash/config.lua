@@ -23,6 +23,8 @@
 -- then the spec (for model and model settings: a spec's own choice beats a
 -- config default), then this file, then lash's built-in default.
 -- @module lash.config
+local paths = require "lash.paths"
+
 local M = {}
 
 --- Budgets for running a config file.
@@ -41,14 +43,10 @@ end
 
 --- Where the config file is, and why there.
 -- @treturn string path
--- @treturn string "LASH_CONFIG" when that variable chose it, else "default"
+-- @treturn string "LASH_CONFIG" or "XDG_CONFIG_HOME" (the variable that chose
+--   it), else "default"
 function M.path(getenv)
-  getenv = getenv or os.getenv
-  local p = nonempty(getenv("LASH_CONFIG"))
-  if p then return p, "LASH_CONFIG" end
-  local base = nonempty(getenv("XDG_CONFIG_HOME"))
-  if not base then base = (nonempty(getenv("HOME")) or ".") .. "/.config" end
-  return base .. "/lash/config.lua", "default"
+  return paths.user_file(getenv, "LASH_CONFIG", "XDG_CONFIG_HOME", ".config", "config.lua")
 end
 
 local function expand_home(p)
@@ -213,7 +211,7 @@ function M.load(path)
   if not path then path, why = M.path() end
   local f, ferr = io.open(path, "rb")
   if not f then
-    if why == "default" and ferr:find("No such file", 1, true) then return {}, path, false end
+    if why ~= nil and why ~= "LASH_CONFIG" and ferr:find("No such file", 1, true) then return {}, path, false end
     return nil, "cannot read the config file " .. path .. ": " .. tostring(ferr)
       .. (why == "LASH_CONFIG" and " (named by LASH_CONFIG)" or "")
   end
@@ -336,22 +334,14 @@ function M.backend(cli_backend)
   return nil
 end
 
---- Put a default backend (from the environment or the config) on an
--- agent's sandbox capability; an agent without one is returned as is.
--- @return agent, or nil, message
-function M.default_backend(agent, backend)
-  local sandbox = require "lash.capabilities.sandbox"
-  local a, err = sandbox.with_backend(agent, backend)
-  if a then return a end
-  if tostring(err):find("this one has none", 1, true) then return agent end
-  return nil, "the default sandbox backend '" .. backend .. "': " .. tostring(err)
-end
-
 --- The effective settings, each with where it came from; never a key.
 -- @tparam[opt] table cli `model`, `backend` as given on the command line
+-- @tparam[opt] table default_urls each provider's own base URL (its
+--   module's DEFAULT_BASE_URL), shown where nothing sets one
 -- @treturn table list of `{ key=, value=, source= }`, sorted by key
-function M.effective(cli)
+function M.effective(cli, default_urls)
   cli = cli or {}
+  default_urls = default_urls or {}
   local c = assert(M.get())
   local rows = {}
   local function add(key, value, source) rows[#rows + 1] = { key = key, value = value, source = source } end
@@ -362,11 +352,9 @@ function M.effective(cli)
   for k, v in pairs(c.model_settings or {}) do
     add("model_settings." .. k, type(v) == "table" and require("lash.json").encode_canonical(v) or tostring(v), "config")
   end
-  local defaults = { openai = require("lash.models.openai").DEFAULT_BASE_URL,
-                     anthropic = require("lash.models.anthropic").DEFAULT_BASE_URL }
   for name in pairs(PROVIDERS) do
     local p = M.provider(name, c)
-    add("providers." .. name .. ".base_url", p.base_url or defaults[name], p.base_url_source or "default")
+    add("providers." .. name .. ".base_url", p.base_url or default_urls[name] or "(the provider's)", p.base_url_source or "default")
     if p.key then
       add("providers." .. name .. ".api_key", "set (" .. #p.key .. " characters, not shown)", p.key_source)
     else

@@ -6,8 +6,9 @@
 -- template values, and starts runs whose events, tool calls and approvals
 -- go back to C. Nothing here is meant for Lua users.
 --
--- Host tools are a toolset (`host tools`) appended to the loaded agent, so
--- they are offered to every run started from C. Their handler hands the
+-- Host tools are a toolset (`host tools`) given to every run started from
+-- C (agent:run's `toolsets` option), and the C run is that run's `host`
+-- (ctx.host in the tool handler). Their handler hands the
 -- arguments (as JSON) to the host's C callback and waits, in C
 -- (core.call_tool), until the host answers with lash_call_return/retry/
 -- fail, which may be frames later. Approvals wait the same way on
@@ -16,8 +17,9 @@
 -- Errors meant as LASH_EARG (bad input from the host) are raised as
 -- `lash.error("arg", message)`; anything else is LASH_ERUN.
 -- @module lash.embed
-local lash = require "lash"
+local runtime = require "lash.runtime"
 local json = require "lash.json"
+local options = require "lash.options"
 local tool = require "lash.tool"
 local spec = require "lash.spec"
 
@@ -28,11 +30,11 @@ local M = {}
 local TOOL_REQUIRES_APPROVAL = 1
 
 local function arg_error(msg)
-  error(lash.error("arg", msg), 0)
+  error(runtime.error("arg", msg), 0)
 end
 
 local function spec_error(msg)
-  error(lash.error("spec", msg), 0)
+  error(runtime.error("spec", msg), 0)
 end
 
 -- The keys lash_run_start accepts in its options JSON, and their JSON type.
@@ -42,12 +44,6 @@ local RUN_OPTIONS = {
   parts = "array",    -- image/document parts after the prompt text ({"type": "image", "path": ...})
   output = "object",  -- a JSON Schema for a structured answer (the result's "output" is the value)
 }
-local RUN_OPTION_LIST do
-  local names = {}
-  for k in pairs(RUN_OPTIONS) do names[#names + 1] = k end
-  table.sort(names)
-  RUN_OPTION_LIST = table.concat(names, ", ")
-end
 
 local function json_type(v)
   local t = type(v)
@@ -67,11 +63,10 @@ local function decode_options(text)
   if json_type(o) ~= "object" then
     arg_error("lash_run_start: the options must be a JSON object, got " .. json_type(o))
   end
+  local unknown = options.unknown(o, RUN_OPTIONS)
+  if unknown ~= nil then arg_error(options.message("lash_run_start", "option", unknown, RUN_OPTIONS)) end
   for k, v in pairs(o) do
     local want = RUN_OPTIONS[k]
-    if want == nil then
-      arg_error("lash_run_start: unknown option '" .. tostring(k) .. "' (known: " .. RUN_OPTION_LIST .. ")")
-    end
     -- an empty JSON object decodes like an empty array; both are fine
     local got = json_type(v)
     if want ~= true and got ~= want and not (type(v) == "table" and next(v) == nil) then
@@ -92,23 +87,6 @@ local function decode_options(text)
   return o
 end
 
--- A copy of agent `a` that also offers the host tools. Reaches into the
--- agent's own_toolsets: lash.agent has no run option to add a toolset.
-local function with_toolset(a, ts, label)
-  if type(a.own_toolsets) ~= "table" then
-    spec_error(label .. ": cannot add the host tools to this agent object (lash.agent changed: "
-      .. "lash/embed.lua needs updating)")
-  end
-  local copy = setmetatable({}, getmetatable(a))
-  for k, v in pairs(a) do copy[k] = v end
-  local sets = {}
-  for i, s in ipairs(a.own_toolsets) do sets[i] = s end
-  sets[#sets + 1] = ts
-  copy.own_toolsets = sets
-  return copy
-end
-
-
 local function encode_event(ev)
   local s = json.try_encode_canonical(ev)
   if s then return s end
@@ -116,17 +94,16 @@ local function encode_event(ev)
                        error = "this event could not be encoded as JSON" }
 end
 
-local repair = lash.output.utf8_repair
+local repair = runtime.output.utf8_repair
 
 --- Make the embedding instance of one lash_State.
 -- @tparam table core the C functions of src/embed.c for that state
 -- @treturn table the instance C calls into
 function M.new(core)
   local G = {}
-  local agent            -- the loaded agent, with the host tools
+  local agent            -- the loaded agent
   local values = {}      -- lash_set_value
   local tools, order = {}, {}
-  local runs = {}        -- agent run id -> the C run (light userdata)
   local host_ts = { name = "host tools", list = {} }
   function host_ts.get_tools(self) return self.list end
   function host_ts.for_run(self) return self end
@@ -141,7 +118,7 @@ function M.new(core)
   function G.load_file(path)
     local a, err = spec.load(path)
     if a == nil then spec_error(tostring(err)) end
-    agent = with_toolset(a, host_ts, path)
+    agent = a
   end
 
   --- lash_load_spec_string (trusted: the host's own text) and
@@ -152,7 +129,7 @@ function M.new(core)
     local label = name or "spec"
     local a, err = spec.load_string(text, label, { trust = (safe or 0) == 0 })
     if a == nil then spec_error(tostring(err)) end
-    agent = with_toolset(a, host_ts, label)
+    agent = a
   end
 
   --- lash_set_value (value nil removes the key)
@@ -181,16 +158,16 @@ function M.new(core)
       end
     end
     local handler = function(ctx, args)
-      local crun = runs[ctx.run.id]
+      local crun = ctx.host
       if crun == nil then
-        error(lash.error("tool", "host tool '" .. name .. "' can only be called by runs started with lash_run_start",
+        error(runtime.error("tool", "host tool '" .. name .. "' can only be called by runs started with lash_run_start",
                          { tool = name }), 0)
       end
       local kind, text = core.call_tool(tud, crun, ctx.tool_call_id, name, json.encode_canonical(args))
       text = repair(text)
       if kind == "return" then return text end
-      if kind == "retry" then error(lash.error("retry", text), 0) end
-      error(lash.error("tool", "Tool '" .. name .. "' failed: " .. text, { tool = name }), 0)
+      if kind == "retry" then error(runtime.error("retry", text), 0) end
+      error(runtime.error("tool", "Tool '" .. name .. "' failed: " .. text, { tool = name }), 0)
     end
     local ok, t = pcall(tool.new, { name = name, description = description, parameters = params,
                                      handler = handler, requires_approval = requires_approval })
@@ -229,14 +206,14 @@ function M.new(core)
       if wok then ok, res = a, b break end
       -- this watcher itself was cancelled (the state is closing): the
       -- cancel is delivered once, so waiting again sees the run unwind
-      if not lash.is_error(a, "cancelled") then ok, res = false, a break end
+      if not runtime.is_error(a, "cancelled") then ok, res = false, a break end
     end
     local out, status = {}, "done"
     if ok then
       out.stop_reason, out.output, out.pending = res.stop_reason, res.output, res.pending
       out.usage, out.messages, out.run_id = res.usage, res.messages, res.run_id
     else
-      status = lash.is_error(res, "cancelled") and "cancelled" or "failed"
+      status = runtime.is_error(res, "cancelled") and "cancelled" or "failed"
       if type(res) == "table" then
         out.error = { kind = res.kind or "error", message = res.message or tostring(res) }
         out.usage, out.messages = rawget(res, "usage"), rawget(res, "messages")
@@ -245,8 +222,6 @@ function M.new(core)
       end
     end
     out.status = status
-    local id = core.run_id(crun)
-    if id then runs[id] = nil end
     local text = json.try_encode_canonical(out)
     if not text then
       out.messages = nil
@@ -266,7 +241,8 @@ function M.new(core)
     end
     local o = decode_options(options_json)
     local opts = { limits = o.limits, model = o.model, model_settings = o.model_settings,
-                   deps = o.deps, history = o.history, approvals = o.approvals, output = o.output }
+                   deps = o.deps, history = o.history, approvals = o.approvals, output = o.output,
+                   toolsets = { host_ts }, host = crun }
     if o.parts and prompt ~= nil then prompt = { prompt, table.unpack(o.parts) } end
     local vals = {}
     for k, v in pairs(values) do vals[k] = v end
@@ -276,7 +252,6 @@ function M.new(core)
     if opts.stream == nil then opts.stream = core.wants_events() end
     opts.on_event = function(ev)
       if ev.type == "run_start" then
-        runs[ev.run_id] = crun
         core.started(crun, ev.run_id)
       elseif ev.type == "approval_request" then
         core.expect_approval(crun, ev.id)
@@ -292,7 +267,7 @@ function M.new(core)
     end
     local ok, task = pcall(agent.start, agent, prompt, opts)
     if not ok then arg_error(tostring(task)) end
-    lash.spawn(watch, crun, task)
+    runtime.spawn(watch, crun, task)
     return task
   end
 

@@ -4,24 +4,14 @@
 -- `lash.core`; the agent machinery is Lua, loaded on first use.
 -- @module lash
 
-local core = require "lash.core"
+local runtime = require "lash.runtime"
 
-local lash = {
-  version = core.version,
-  core = core,
-}
-
--- The runtime's functions, flat: lash.spawn, lash.sleep, lash.now, ...
-for name, fn in pairs(core.task) do
-  lash[name] = fn
-end
-
--- C submodules as tables: lash.output, lash.http, lash.sandbox, ...
--- (core.json is the codec under lash.json, the Lua module below)
-for name, mod in pairs(core) do
-  if type(mod) == "table" and name ~= "task" and name ~= "json" then
-    lash[name] = mod
-  end
+-- The runtime's functions, flat (lash.spawn, lash.sleep, lash.now, ...), and
+-- the C submodules as tables (lash.output, lash.http, lash.sandbox, ...):
+-- a copy, so that the facade's lazily filled names stay out of lash.runtime.
+local lash = {}
+for name, value in pairs(runtime) do
+  lash[name] = value
 end
 
 -- Names served by Lua modules, loaded on first use so that `require

@@ -83,38 +83,29 @@ local MIGRATIONS = {
   ]],
 }
 
-local function L() return require "lash" end
+local runtime = require "lash.runtime"
+local paths = require "lash.paths"
 
 local function store_error(message, code, fields)
   fields = fields or {}
   fields.code = code
-  return L().error("store", message, fields)
-end
-
-local function nonempty(s)
-  if s == nil or s == "" then return nil end
-  return s
+  return runtime.error("store", message, fields)
 end
 
 --- Where the sessions database is.
 -- @treturn string path
 -- @treturn string what chose it: "LASH_SESSIONS_DB", "XDG_STATE_HOME" or "default"
 function M.path(getenv)
-  getenv = getenv or os.getenv
-  local p = nonempty(getenv("LASH_SESSIONS_DB"))
-  if p then return p, "LASH_SESSIONS_DB" end
-  local base = nonempty(getenv("XDG_STATE_HOME"))
-  if base then return base .. "/lash/sessions.db", "XDG_STATE_HOME" end
-  return (nonempty(getenv("HOME")) or ".") .. "/.local/state/lash/sessions.db", "default"
+  return paths.user_file(getenv, "LASH_SESSIONS_DB", "XDG_STATE_HOME", ".local/state", "sessions.db")
 end
 
 local function now_ms()
-  local s, ns = L().sys.time()
+  local s, ns = runtime.sys.time()
   return s * 1000 + ns // 1000000
 end
 
 local function new_id()
-  return (L().sys.random(6):gsub(".", function(c) return string.format("%02x", c:byte()) end))
+  return (runtime.sys.random(6):gsub(".", function(c) return string.format("%02x", c:byte()) end))
 end
 
 -- What to tell the user for a failure code on `path`.
@@ -204,7 +195,7 @@ function Store:_migrate()
   if v > M.SCHEMA_VERSION then
     error(store_error(string.format("the sessions database %s has schema version %d, newer than this lash "
       .. "(%s) knows (%d); upgrade lash, or point LASH_SESSIONS_DB at another file", self.path, v,
-      L().version, M.SCHEMA_VERSION), "newer", { version = v }), 0)
+      runtime.version, M.SCHEMA_VERSION), "newer", { version = v }), 0)
   end
   self:transaction(function()
     -- another process may have migrated meanwhile
@@ -226,11 +217,11 @@ function M.open(path, opts)
   path = path or M.path()
   local dir = path:match("^(.*)/[^/]*$")
   if dir and dir ~= "" then
-    local ok, err = L().sys.mkdirs(dir, 448) -- 0700: conversations are private
+    local ok, err = runtime.sys.mkdirs(dir, 448) -- 0700: conversations are private
     if not ok then error(store_error(advice(path, "cantopen", err), "cantopen"), 0) end
   end
   local busy = opts.busy_timeout or math.tointeger(tonumber(os.getenv("LASH_SESSIONS_BUSY_TIMEOUT") or ""))
-  local db, err, code = L().sqlite.open(path, { busy_timeout = busy or 5000 })
+  local db, err, code = runtime.sqlite.open(path, { busy_timeout = busy or 5000 })
   if not db then error(store_error(advice(path, code, err), code), 0) end
   local self = setmetatable({ db = db, path = path, stmts = {} }, Store)
   local ok, merr = pcall(self._migrate, self)
@@ -274,7 +265,7 @@ end
 
 -- A run still marked running whose process is gone was interrupted.
 local function effective_status(status, pid)
-  if status == "running" and pid and not L().sys.alive(pid) then return "interrupted" end
+  if status == "running" and pid and not runtime.sys.alive(pid) then return "interrupted" end
   return status
 end
 
@@ -415,7 +406,7 @@ function Store:resume(ref)
   -- what came before it (and fork at begin, as the session moved on)
   local upto = math.maxinteger
   for _, r in ipairs(self:query("SELECT n, pid FROM runs WHERE session_id = ? AND status = 'running' ORDER BY n", id)) do
-    if r.pid and r.pid ~= L().sys.getpid() and L().sys.alive(r.pid) then
+    if r.pid and r.pid ~= runtime.sys.getpid() and runtime.sys.alive(r.pid) then
       upto = r.n
       break
     end
@@ -477,7 +468,7 @@ function Session:begin(run)
     local n = self.base_run + 1
     store:query("INSERT INTO runs (session_id, n, started_at, model, prompt, pid, status) "
       .. "VALUES (?, ?, ?, ?, ?, ?, 'running')", self.id, n, t, run.model,
-      type(run.prompt) == "string" and run.prompt or nil, L().sys.getpid())
+      type(run.prompt) == "string" and run.prompt or nil, runtime.sys.getpid())
     store:query("UPDATE sessions SET updated_at = ?, status = 'running', model = COALESCE(?, model), "
       .. "title = COALESCE(title, ?) WHERE id = ?", t, run.model, title_of(run.prompt), self.id)
     self.run_n = n

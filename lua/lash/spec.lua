@@ -40,15 +40,20 @@
 -- it is a live object. Plain-table Lua specs may use the same entries.
 -- @module lash.spec
 local json = require "lash.json"
+local options = require "lash.options"
+local core = require "lash.core"
+local agent = require "lash.agent"
+local capability = require "lash.capability"
+local toolset = require "lash.toolset"
+local sandbox_cap = require "lash.capabilities.sandbox"
+local cli_agents = require "lash.cli.agents"
+local trust = require "lash.trust"
 
 local M = {}
 
 --- The default budget for loading a Lua spec without trust.
 M.BUDGET = { instructions = 10000000, memory = 64 * 1024 * 1024, seconds = 10 }
 
-local function L()
-  return require "lash"
-end
 
 ---------------------------------------------------------------------------
 -- Capability types
@@ -126,10 +131,10 @@ local function sandbox_type(preset, positional)
     end
     -- built first, so unknown or mistyped options get the capability's own
     -- message; building creates nothing
-    local cap = require("lash.capabilities.sandbox").new(opts)
+    local cap = sandbox_cap.new(opts)
     if info.untrusted then
-      require("lash.spec_env").check_sandbox_options(opts, info.name)
-      require("lash.spec_env").mark(cap)
+      trust.check_sandbox_options(opts, info.name)
+      trust.mark(cap)
     end
     return cap
   end
@@ -162,9 +167,9 @@ local function mcp_type(kind)
     for k, v in pairs(arg) do
       if k == "tool_prefix" then prefix = v else def[k] = v end
     end
-    local mcp = L().mcp
+    local mcp = require "lash.mcp"
     local ts = kind == "stdio" and mcp.stdio(def) or mcp.http(def)
-    if prefix ~= nil then ts = L().prefix_tools { capability = ts, prefix = prefix } end
+    if prefix ~= nil then ts = capability.prefix_tools { capability = ts, prefix = prefix } end
     return ts
   end
 end
@@ -184,12 +189,10 @@ builtin.PrefixTools = function(arg, info)
   end
   if arg.capability == nil then error("give the capability to prefix: {prefix: x, capability: Sandbox}", 0) end
   local inner = build_entry(arg.capability, info.where .. ".capability", info.from_file, info.untrusted)
-  return L().prefix_tools { prefix = arg.prefix, capability = inner }
+  return capability.prefix_tools { prefix = arg.prefix, capability = inner }
 end
 
 local function is_capability_value(v)
-  local capability = require "lash.capability"
-  local toolset = require "lash.toolset"
   return capability.is_capability(v) or toolset.is_toolset(v)
 end
 
@@ -237,7 +240,7 @@ function build_entry(e, where, from_file, untrusted)
     error(where .. ": Failed to instantiate capability '" .. name .. "': " .. strip_who(msg), 0)
   end
   if type(cap) == "table" and not is_capability_value(cap) then
-    local ok2, c = pcall(L().capability, cap)
+    local ok2, c = pcall(capability.new, cap)
     if not ok2 then error(where .. ": capability '" .. name .. "': " .. tostring(c), 0) end
     cap = c
   end
@@ -305,12 +308,7 @@ function M.from_table(t, where, trusted)
   local def = {}
   for k, v in pairs(t) do
     if NOT_YET[k] then error(where .. ": '" .. k .. "' is not supported: " .. NOT_YET[k], 0) end
-    if not FILE_KEYS[k] then
-      local known = {}
-      for n in pairs(FILE_KEYS) do known[#known + 1] = n end
-      table.sort(known)
-      error(where .. ": unknown key '" .. tostring(k) .. "' (known keys: " .. table.concat(known, ", ") .. ")", 0)
-    end
+    if not FILE_KEYS[k] then error(options.message(where, "key", k, FILE_KEYS, "keys"), 0) end
     if k == "output_schema" then def.output = v
     elseif k ~= "metadata" then def[k] = v end
   end
@@ -327,17 +325,17 @@ function M.from_table(t, where, trusted)
       end
     end
   end
-  if not trusted then require("lash.spec_env").check_agent(def, where) end
+  if not trusted then trust.check_agent(def, where) end
   local ok, caps = pcall(M.resolve_capabilities, def.capabilities, true, not trusted)
   if not ok then error(where .. ": " .. tostring(caps), 0) end
   def.capabilities = caps
-  local ok2, agent = pcall(L().agent, def)
+  local ok2, agent = pcall(agent.new, def)
   if not ok2 then error(where .. ": " .. tostring(agent):gsub("^lash%.agent: ", ""), 0) end
   return agent
 end
 
 local function decode_yaml(text, path)
-  local t, err = require("lash.core").yaml.decode(text, { null = json.null, max_nodes = 100000, max_depth = 64 })
+  local t, err = core.yaml.decode(text, { null = json.null, max_nodes = 100000, max_depth = 64 })
   if t == nil and err then error(path .. ": not valid YAML: " .. tostring(err), 0) end
   return denull(t, { [json.null] = true })
 end
@@ -360,7 +358,7 @@ local function describe_error(e)
 end
 
 local function format_size(n)
-  return require("lash.core").output.format_size(n)
+  return core.output.format_size(n)
 end
 
 -- The message for a spent budget, naming it and --trust.
@@ -386,7 +384,7 @@ function M.run_budgeted(fn, path, budget, string_index)
   local smt = getmetatable("")
   local saved = smt.__index
   if string_index then smt.__index = string_index end
-  local ok, res, exceeded = require("lash.core").budget.run(fn, budget)
+  local ok, res, exceeded = core.budget.run(fn, budget)
   smt.__index = saved
   if ok then return res end
   local msg = describe_error(res)
@@ -404,18 +402,17 @@ local function budget_of(opts)
 end
 
 local function to_agent(spec, path, trusted)
-  local agent = require "lash.agent"
   if agent.is_agent(spec) then return spec end
   if type(spec) ~= "table" then
     error(path .. ": the spec must return lash.agent{...} or a table in the same shape, got " .. type(spec), 0)
   end
   local def = {}
   for k, v in pairs(spec) do def[k] = v end
-  if not trusted then require("lash.spec_env").check_agent(def, path) end
+  if not trusted then trust.check_agent(def, path) end
   local ok, caps = pcall(M.resolve_capabilities, def.capabilities, false, not trusted)
   if not ok then error(path .. ": " .. tostring(caps), 0) end
   def.capabilities = caps
-  local ok2, a = pcall(L().agent, def)
+  local ok2, a = pcall(agent.new, def)
   if not ok2 then error(path .. ": " .. tostring(a), 0) end
   return a
 end
@@ -423,7 +420,8 @@ end
 -- `chunkname` as for load: "@path" for a file, "=name" for a string.
 local function load_lua(text, path, chunkname, opts)
   if opts.trust then
-    local env = setmetatable({ lash = L() }, { __index = _G })
+    -- trusted code gets the facade itself, as `require "lash"` gives it
+    local env = setmetatable({ lash = require "lash" }, { __index = _G })
     local chunk, err = load(text, chunkname, "t", env)
     if not chunk then error(err, 0) end
     local ok, spec = pcall(chunk)
@@ -478,15 +476,14 @@ local function build(text, label, chunkname, format, opts)
     return M.from_table(t, label, opts.trust)
   end)
   if not ok then return nil, describe_error(agent) end
-  -- the sandbox capability's module only when it is asked for (start-up)
   if opts.attach ~= nil then
-    local a, err = require("lash.capabilities.sandbox").attach_agent(agent, opts.attach, opts.owner, opts.backend)
+    local a, err = cli_agents.attach_agent(agent, opts.attach, opts.owner, opts.backend)
     if not a then return nil, label .. ": " .. strip_who(err) end
     agent = a
   elseif opts.owner ~= nil then
     return nil, "owner only applies together with attach (--owner needs --attach)"
   elseif opts.backend ~= nil then
-    local a, err = require("lash.capabilities.sandbox").with_backend(agent, opts.backend)
+    local a, err = cli_agents.with_backend(agent, opts.backend)
     if not a then return nil, label .. ": " .. strip_who(err) end
     agent = a
   end

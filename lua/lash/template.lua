@@ -13,13 +13,13 @@
 -- environment each time, so rendering never changes the template's owner.
 -- Write a literal `{{` as `{{ "{{" }}`.
 -- @module lash.template
+local runtime = require "lash.runtime"
 local json = require "lash.json"
 
 local M = {}
 
 local function template_error(message, fields)
-  local lash = require "lash"
-  return lash.error("template", message, fields)
+  return runtime.error("template", message, fields)
 end
 
 local SAFE = {

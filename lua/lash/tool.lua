@@ -13,6 +13,7 @@
 -- `Tool 'x' timed out after Ns.` (counted against the tool's retries).
 -- A handler that computes without ever waiting cannot be interrupted.
 -- @module lash.tool
+local options = require "lash.options"
 local json = require "lash.json"
 local schema = require "lash.schema"
 
@@ -34,9 +35,7 @@ local FIELDS = {
 
 local EMPTY_PARAMS = { type = "object", properties = {} }
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
 
 local function fail(name, msg)
   local who = name and ("lash.tool '" .. tostring(name) .. "'") or "lash.tool"
@@ -51,11 +50,7 @@ function M.check_fields(who, t, fields, level)
   for k, v in pairs(t) do
     local want = fields[k]
     if want == nil then
-      local known = {}
-      for name in pairs(fields) do known[#known + 1] = name end
-      table.sort(known)
-      error(who .. ": unknown field '" .. tostring(k) .. "' (known fields: " .. table.concat(known, ", ") .. ")",
-            level + 1)
+      error(options.message(who, "field", options.unknown(t, fields), fields, "fields"), level + 1)
     elseif want ~= true and type(v) ~= want then
       error(who .. ": field '" .. k .. "' must be a " .. want .. ", got " .. type(v), level + 1)
     end
@@ -154,7 +149,7 @@ function M.retry(message)
   if type(message) ~= "string" then
     error("lash.retry expects a message string, got " .. type(message), 2)
   end
-  error(lash().error("retry", message), 2)
+  error(runtime.error("retry", message), 2)
 end
 
 --- Decode and validate the model's arguments.
@@ -202,8 +197,8 @@ end
 -- identity and get a traceback field.
 local function on_error(e)
   if type(e) == "table" then
-    if rawget(e, "traceback") == nil and not lash().is_error(e, "cancelled")
-       and not lash().is_error(e, "retry") then
+    if rawget(e, "traceback") == nil and not runtime.is_error(e, "cancelled")
+       and not runtime.is_error(e, "retry") then
       pcall(function() e.traceback = debug.traceback(nil, 2) end)
     end
     return e
@@ -212,7 +207,7 @@ local function on_error(e)
 end
 
 local function fatal(t, e)
-  local L = lash()
+  local L = runtime
   if L.is_error(e) then
     if rawget(e, "tool") == nil then e.tool = t.name end
     return e
@@ -232,7 +227,7 @@ end
 -- @raise the handler's fatal error (typed errors keep their kind, others
 --   become kind "tool" with a traceback), or `cancelled`
 function M.call(t, ctx, args, default_timeout)
-  local L = lash()
+  local L = runtime
   local dog, fired
   local timeout = t.timeout or default_timeout
   if timeout then

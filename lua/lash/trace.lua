@@ -37,7 +37,7 @@ local otlp = require "lash.otlp"
 
 local M = {}
 
-local function L() return require "lash" end
+local runtime = require "lash.runtime"
 
 local function nonempty(s)
   if s == nil or s == "" then return nil end
@@ -45,7 +45,7 @@ local function nonempty(s)
 end
 
 local function now_ns()
-  local s, ns = L().sys.time()
+  local s, ns = runtime.sys.time()
   return s * 1000000000 + ns
 end
 
@@ -112,7 +112,7 @@ function M.settings(traces_config, getenv)
   if not queue then return nil, qerr end
   local service = nonempty(getenv("OTEL_SERVICE_NAME")) or c.service_name or "lash"
   local resource = { { "service.name", service }, { "telemetry.sdk.name", "lash" },
-                     { "telemetry.sdk.language", "lua" }, { "telemetry.sdk.version", L().version } }
+                     { "telemetry.sdk.language", "lua" }, { "telemetry.sdk.version", runtime.version } }
   for _, kv in ipairs(parse_pairs(getenv("OTEL_RESOURCE_ATTRIBUTES"))) do
     if kv[1] ~= "service.name" or not nonempty(getenv("OTEL_SERVICE_NAME")) then
       if kv[1] == "service.name" then resource[1][2] = kv[2] else resource[#resource + 1] = kv end
@@ -146,11 +146,11 @@ end
 -- Send one batch (in the exporting task). Never raises.
 function Exporter:_send(batch)
   local s = self.settings
-  local scope = { name = "lash", version = L().version }
+  local scope = { name = "lash", version = runtime.version }
   local body, ctype = otlp.encode(s.protocol, s.resource, scope, batch)
   local headers = { ["Content-Type"] = ctype }
   for k, v in pairs(s.headers) do headers[k] = v end
-  local ok, status, _, rbody = pcall(L().http.request, { method = "POST", url = s.url, headers = headers,
+  local ok, status, _, rbody = pcall(runtime.http.request, { method = "POST", url = s.url, headers = headers,
                                                           body = body, timeout = s.timeout / 1000,
                                                           connect_timeout = math.max(s.timeout / 1000, 0.001) })
   if ok and status >= 200 and status < 300 then
@@ -188,7 +188,7 @@ function Exporter:_kick()
     self.timer = nil
   end
   if self.inflight then return end
-  self.inflight = L().spawn(function() self:_drain() end)
+  self.inflight = runtime.spawn(function() self:_drain() end)
 end
 
 --- Queue a finished span; the run goes on at once.
@@ -204,8 +204,8 @@ function Exporter:add(span)
     self:_kick()
   elseif not self.timer and not self.inflight then
     local delay = self.settings.delay / 1000
-    self.timer = L().spawn(function()
-      L().sleep(delay)
+    self.timer = runtime.spawn(function()
+      runtime.sleep(delay)
       self.timer = nil
       self:_kick()
     end)
@@ -250,7 +250,7 @@ end
 
 local function random_id(n)
   local id
-  repeat id = L().sys.random(n) until id ~= string.rep("\0", n)
+  repeat id = runtime.sys.random(n) until id ~= string.rep("\0", n)
   return id
 end
 

@@ -31,6 +31,10 @@ local json = require "lash.json"
 local tool = require "lash.tool"
 local capability = require "lash.capability"
 local template = require "lash.template"
+local runtime = require "lash.runtime"
+local options = require "lash.options"
+local defaults = require "lash.defaults"
+local trust = require "lash.trust"
 
 local M = {}
 
@@ -41,7 +45,7 @@ M.NAME = "Sandbox"
 -- attempts, and the environment identity reads.
 M.clock = {
   wall = function() return os.time() end,
-  mono = function() return require("lash").now() end,
+  mono = function() return runtime.now() end,
 }
 M.RELEASE_ATTEMPTS = 3
 M.release_delay = 1.0
@@ -51,23 +55,21 @@ M.getenv = os.getenv
 -- host's log (lash.log: stderr by default, where info shows only with
 -- LASH_LOG=info or debug; an embedding host's log callback otherwise).
 function M.log(level, message)
-  require("lash").log(level, message)
+  runtime.log(level, message)
 end
 
-local function L()
-  return require "lash"
-end
 
-local DEFAULTS = {
-  backend = "local", app_name = "lash", create_app_if_missing = true, sandbox_timeout = 300,
-  default_command_timeout = 60, max_output_bytes = 51200, max_output_lines = 2000,
-  max_read_bytes = 5242880,
-}
+-- lash.defaults.sandbox, by option name
+local DEFAULTS = {}
+for _, k in ipairs { "backend", "app_name", "create_app_if_missing", "sandbox_timeout", "default_command_timeout",
+                     "max_output_bytes", "max_output_lines", "max_read_bytes" } do
+  DEFAULTS[k] = defaults.sandbox[k]
+end
 
 -- The reuse modes cannot see the sandbox's lifetime: commands are capped
 -- at this unless max_command_timeout says otherwise (or the backend
 -- reports an expiry).
-local REUSE_CEILING = 300
+local REUSE_CEILING = defaults.sandbox.reuse_command_ceiling
 
 -- Capability options that are not backend options.
 local OWN = {
@@ -100,13 +102,6 @@ end
 
 local function fail(msg)
   error("lash.sandbox_capability: " .. msg, 0)
-end
-
-local function sorted(set)
-  local out = {}
-  for k in pairs(set) do out[#out + 1] = k end
-  table.sort(out)
-  return out
 end
 
 local function list_set(list)
@@ -171,7 +166,7 @@ local function check_types(o)
     end
   end
   if o.network ~= nil then
-    local ok, err = pcall(L().sandbox.encode_network, o.network)
+    local ok, err = pcall(runtime.sandbox.encode_network, o.network)
     if not ok then fail("network: " .. tostring(err)) end
   end
   for _, name in ipairs { "image", "rootfs", "app_name" } do
@@ -222,13 +217,12 @@ local function check_backend_options(o, given, info)
   table.sort(unknown)
   table.sort(foreign)
   if #unknown > 0 then
-    local known = sorted(OWN)
-    for k in pairs(BACKEND_NAMED) do known[#known + 1] = k end
-    for k in pairs(create) do known[#known + 1] = k end
-    for k in pairs(config) do known[#known + 1] = k end
-    table.sort(known)
+    local known = {}
+    for _, set in ipairs { OWN, BACKEND_NAMED, create, config } do
+      for k in pairs(set) do known[k] = true end
+    end
     fail(string.format("unknown option%s %s (the %s backend's sandbox capability takes: %s).",
-      #unknown > 1 and "s" or "", table.concat(unknown, ", "), info.name, table.concat(known, ", ")))
+      #unknown > 1 and "s" or "", table.concat(unknown, ", "), info.name, options.names(known)))
   end
   if #foreign > 0 then
     local offer = {}
@@ -324,7 +318,7 @@ function M.new(opts)
   end
   if o.backend == nil and is_sandbox_object(o.session) then o.backend = o.session.backend end
   local backend = o.backend or DEFAULTS.backend
-  local ok, info = pcall(L().sandbox.describe, backend)
+  local ok, info = pcall(runtime.sandbox.describe, backend)
   if not ok then fail(tostring(info):gsub("^unknown", "backend: unknown", 1) .. ".") end
   local pass, create = check_backend_options(o, given, info)
   check_types(o)
@@ -351,7 +345,7 @@ function M.new(opts)
     pass = pass, info = info,
   }, Cap)
   -- built while an untrusted spec loads: its backend calls are checked
-  if L().core.budget.active() then require("lash.spec_env").mark(self) end
+  if runtime.core.budget.active() then trust.mark(self) end
   -- the ceiling as configured: reuse modes cannot see the sandbox's
   -- lifetime, so sandbox_timeout (which they cannot set) reads 300
   self.ceiling = o.max_command_timeout or (mode == "owned" and o.sandbox_timeout or REUSE_CEILING)
@@ -386,7 +380,7 @@ function Cap:with(changes)
     if v == false and k ~= "create_app_if_missing" then o[k] = nil else o[k] = v end
   end
   local copy = M.new(o)
-  if require("lash.spec_env").is_marked(self) then require("lash.spec_env").mark(copy) end
+  if trust.is_marked(self) then trust.mark(copy) end
   return copy
 end
 
@@ -453,7 +447,7 @@ function M.render_handle(cap, ctx)
   if type(value) == "string" and value ~= "" and value ~= "nil" and value ~= "None" then return value end
   local shown = why and ("nothing (" .. why .. ")") or (type(value) == "string" and fmt.quote(value))
     or (value == nil and "nothing") or ("a " .. type(value))
-  error(L().error("config", "attach_to rendered to " .. shown .. ", which is not a sandbox handle. The step that "
+  error(runtime.error("config", "attach_to rendered to " .. shown .. ", which is not a sandbox handle. The step that "
     .. "provisions the sandbox produced nothing, or this step ran before it; check the upstream step and the "
     .. "handle it passes on. No sandbox was created in its place.", { terminal = true, code = "no_handle" }), 0)
 end
@@ -473,7 +467,7 @@ local function backend_options(cap, creating)
   end
   -- what an untrusted spec built is checked again at the call, however its
   -- fields were changed since
-  require("lash.spec_env").check_use(cap, t)
+  trust.check_use(cap, t)
   return t
 end
 
@@ -514,7 +508,7 @@ function Run:terminal(e, id)
   else
     msg = cause
   end
-  return L().error(e.kind, msg, { code = e.code, terminal = true, retryable = false, backend = cap.backend,
+  return runtime.error(e.kind, msg, { code = e.code, terminal = true, retryable = false, backend = cap.backend,
                                    sandbox_id = id, cause = cause })
 end
 
@@ -527,7 +521,7 @@ end
 -- (the latter reworded), return nil and a retry message for recoverable
 -- ones. Anything else (a bug) fails the run as it is.
 function Run:failure(e, prefix)
-  local lash = L()
+  local lash = runtime
   if lash.is_error(e, "cancelled") then error(e, 0) end
   if type(e) == "table" and e.terminal then error(self:terminal(e), 0) end
   if lash.is_error(e, "sandbox") then
@@ -540,7 +534,7 @@ end
 
 function Run:sandbox()
   if self.state ~= "open" or not self.sb then
-    error(L().error("config", "The sandbox capability is not open for a run (state: " .. self.state .. "). Its "
+    error(runtime.error("config", "The sandbox capability is not open for a run (state: " .. self.state .. "). Its "
       .. "tools work inside agent runs, which open it before the first model call.", { terminal = true }), 0)
   end
   return self.sb
@@ -577,7 +571,7 @@ end
 -- Opening and closing around the run
 
 local function attach_failed(self, e, handle)
-  local lash = L()
+  local lash = runtime
   if lash.is_error(e, "cancelled") then error(e, 0) end
   local cap = self.cap
   if type(e) == "table" and (e.kind == "refused" or e.kind == "config") then error(e, 0) end
@@ -588,7 +582,7 @@ local function attach_failed(self, e, handle)
 end
 
 function Run:open_owned()
-  local lash, cap = L(), self.cap
+  local lash, cap = runtime, self.cap
   local ok, sb = pcall(lash.sandbox.create, backend_options(cap, true))
   if not ok then
     if lash.is_error(sb, "cancelled") then error(sb, 0) end
@@ -611,7 +605,7 @@ function Run:open_reused(sb, id)
 end
 
 function Run:open_claim()
-  local lash, cap, ctx = L(), self.cap, self.ctx
+  local lash, cap, ctx = runtime, self.cap, self.ctx
   local handle = self.handle
   local who, why = identity.resolve { owner = self.opts.owner, holder = ctx and ctx.run and ctx.run.holder,
                                        getenv = M.getenv }
@@ -648,7 +642,7 @@ end
 
 function Run:open(ctx)
   if self.state ~= "new" then
-    error(L().error("config", "this sandbox run was already opened; each agent run opens its own"), 0)
+    error(runtime.error("config", "this sandbox run was already opened; each agent run opens its own"), 0)
   end
   self.ctx = ctx or self.ctx
   local cap, o = self.cap, self.opts
@@ -656,7 +650,7 @@ function Run:open(ctx)
     self:open_owned()
   elseif cap.mode == "shared" then
     if o.session.closed then
-      error(L().error("config", "The shared sandbox session is closed. Keep it open (local s <close> = "
+      error(runtime.error("config", "The shared sandbox session is closed. Keep it open (local s <close> = "
         .. "lash.sandbox.session{...}) while runs use it.", { terminal = true, code = "closed" }), 0)
     end
     self.sb = o.session
@@ -664,7 +658,7 @@ function Run:open(ctx)
   elseif cap.claims then
     self:open_claim()
   else
-    local lash = L()
+    local lash = runtime
     local ok, sb = pcall(lash.sandbox.open, o.sandbox_id, backend_options(cap, false))
     if not ok then attach_failed(self, sb, o.sandbox_id) end
     local ok2, err = pcall(self.open_reused, self, sb, o.sandbox_id)
@@ -678,7 +672,7 @@ function Run:open(ctx)
 end
 
 function Run:release(sb, holder)
-  local lash, cap = L(), self.cap
+  local lash, cap = runtime, self.cap
   for attempt = 1, M.RELEASE_ATTEMPTS do
     local ok, e = pcall(sb.release, sb, holder)
     if ok then return true end
@@ -725,7 +719,7 @@ end
 
 function RunToolset:open(ctx)
   if not self.run then
-    error(L().error("config", "open the sandbox capability's toolset through for_run(ctx): each run gets its own"),
+    error(runtime.error("config", "open the sandbox capability's toolset through for_run(ctx): each run gets its own"),
       0)
   end
   self.run:open(ctx)
@@ -849,7 +843,7 @@ function Run:write_file(args)
   local path, perr = check_path(args.path)
   if not path then return nil, perr end
   local content = args.content
-  if not L().output.is_utf8(content) then return nil, fmt.NOT_ENCODABLE end
+  if not runtime.output.is_utf8(content) then return nil, fmt.NOT_ENCODABLE end
   local sb = self:sandbox()
   local ok, e = pcall(sb.write_file, sb, path, content)
   if not ok then return self:failure(e, "Could not write " .. fmt.quote(args.path) .. ": ") end
@@ -893,135 +887,33 @@ function Run:tools()
 end
 
 ---------------------------------------------------------------------------
--- Attaching a whole agent (lash run --attach H --owner O)
+-- One sandbox for several runs (lash chat: lash.cli.agents.conversation)
 
-local function rewrite(c, fn)
-  if M.is_capability(c) then return fn(c) end
-  if type(c) == "table" and c.inner ~= nil then
-    local inner = rewrite(c.inner, fn)
-    if inner == c.inner then return c end
-    local copy = {}
-    for k, v in pairs(c) do copy[k] = v end
-    copy.inner, copy.sets, copy.sets_of = inner, nil, nil
-    return setmetatable(copy, getmetatable(c))
-  end
-  return c
+--- The options of the sandbox this capability would create for itself (a
+-- `lash.sandbox.session` made with them is what `shared_in` takes).
+-- @treturn table options for lash.sandbox.create / session
+function Cap:creation_options()
+  return backend_options(self, true)
 end
 
--- A copy of agent with `changes` applied to its sandbox capabilities
--- (rebuilt, so every construction check runs again); `single`: exactly
--- one must be found.
-local function rewrite_agent(agent, changes, what, single)
-  local found = 0
-  local caps = {}
-  local ok, err = pcall(function()
-    for i, c in ipairs(agent.capabilities or {}) do
-      caps[i] = rewrite(c, function(cap)
-        found = found + 1
-        return cap:with(changes)
-      end)
-    end
-  end)
-  if not ok then return nil, tostring(err) end
-  if found == 0 then
-    return nil, what .. " needs an agent with a sandbox capability (Sandbox, LocalSandbox or ModalSandbox); "
-      .. "this one has none"
+--- A copy of this (owned) capability that runs in `session`, a
+-- `lash.sandbox.session` shared by several runs: the creation options
+-- belong to the session now; the per-command ceiling stays what the owned
+-- sandbox gave.
+-- @tparam userdata session
+-- @treturn table capability
+function Cap:shared_in(session)
+  local o, config = {}, list_set(self.info.config_options)
+  for k, v in pairs(self.given) do o[k] = v end
+  for _, k in ipairs(CREATION) do o[k] = nil end
+  for k, target in pairs(self.pass) do
+    if not config[target] then o[k] = nil end
   end
-  if single and found > 1 then
-    return nil, what .. " is ambiguous: the agent has " .. found .. " sandbox capabilities; give each its own "
-      .. "attach_to in the spec instead"
-  end
-  local copy = {}
-  for k, v in pairs(agent) do copy[k] = v end
-  copy.capabilities = caps
-  return setmetatable(copy, getmetatable(agent))
-end
-
---- A copy of `agent` whose sandbox capability attaches to `handle` as
--- `owner` (nil: from the orchestrator's environment), on `backend` (nil:
--- the spec's). The agent must have exactly one sandbox capability
--- (possibly wrapped, e.g. prefixed); it is rebuilt with attach_to and
--- owner, so creation-only options in the spec are refused as at
--- construction.
--- @treturn[1] agent
--- @treturn[2] nil
--- @treturn[2] string why not
-function M.attach_agent(agent, handle, owner, backend)
-  local changes = { attach_to = handle, sandbox_id = false }
-  if owner then changes.owner = owner end
-  if backend then changes.backend = backend end
-  return rewrite_agent(agent, changes, "--attach", true)
-end
-
---- One sandbox per conversation (`lash chat`): the owned sandbox
--- capabilities of `agent` are made to share a sandbox across the turns of a
--- conversation (each rebuilt in shared mode over a `lash.sandbox.session`
--- created with the options it would create its own sandbox with), so what a
--- turn wrote is there in the next. `conv:agent()` gives the agent for the
--- next turn: a sandbox that has ended since (it expired while the user was
--- away, or was destroyed) is replaced by a fresh one, and the second result
--- counts them. `conv:close()` destroys the conversation's sandboxes. Other
--- modes (attached, shared) are kept as they are.
--- @treturn table conversation
-function M.conversation(agent)
-  local conv = { sessions = {} }
-  local function alive(sb)
-    local ok, st = pcall(sb.poll, sb)
-    return ok and st.running
-  end
-  function conv:agent()
-    local lash, n, renewed, caps = L(), 0, 0, {}
-    local ok, err = pcall(function()
-      for i, c in ipairs(agent.capabilities or {}) do
-        caps[i] = rewrite(c, function(cap)
-          if cap.mode ~= "owned" then return cap end
-          n = n + 1
-          local sb = self.sessions[n]
-          if sb and not alive(sb) then
-            pcall(sb.close, sb)
-            sb, renewed = nil, renewed + 1
-          end
-          if not sb then
-            sb = lash.sandbox.session(backend_options(cap, true))
-            self.sessions[n] = sb
-          end
-          -- creation options belong to the session now; the per-command
-          -- ceiling stays what the owned sandbox gave
-          local o, config = {}, list_set(cap.info.config_options)
-          for k, v in pairs(cap.given) do o[k] = v end
-          for _, k in ipairs(CREATION) do o[k] = nil end
-          for k, target in pairs(cap.pass) do
-            if not config[target] then o[k] = nil end
-          end
-          o.backend, o.session = nil, sb
-          o.max_command_timeout = cap.opts.max_command_timeout or cap.opts.sandbox_timeout
-          local copy = M.new(o)
-          local spec_env = require "lash.spec_env"
-          if spec_env.is_marked(cap) then spec_env.mark(copy) end
-          return copy
-        end)
-      end
-    end)
-    if not ok then return nil, tostring(type(err) == "table" and err.message or err) end
-    if n == 0 then return agent, 0 end
-    local copy = {}
-    for k, v in pairs(agent) do copy[k] = v end
-    copy.capabilities = caps
-    return setmetatable(copy, getmetatable(agent)), renewed
-  end
-  function conv:close()
-    for i, sb in pairs(self.sessions) do
-      pcall(sb.close, sb)
-      self.sessions[i] = nil
-    end
-  end
-  return conv
-end
-
---- A copy of `agent` whose sandbox capabilities use `backend` (lash run
--- --backend): options the new backend does not have are refused.
-function M.with_backend(agent, backend)
-  return rewrite_agent(agent, { backend = backend }, "--backend", false)
+  o.backend, o.session = nil, session
+  o.max_command_timeout = self.opts.max_command_timeout or self.opts.sandbox_timeout
+  local copy = M.new(o)
+  if trust.is_marked(self) then trust.mark(copy) end
+  return copy
 end
 
 return M

@@ -2,7 +2,7 @@
 --
 -- Each line the user enters is one turn: a run of the agent on that
 -- prompt with the conversation so far as its history, printed the way
--- `lash run` prints (lash.render: text as it streams, each tool call and
+-- `lash run` prints (lash.cli.printer: text as it streams, each tool call and
 -- its result, a usage line). Lines starting with `/` are the session's
 -- commands (`/help`).
 --
@@ -16,6 +16,7 @@
 -- At the prompt, Ctrl-C clears the line; a second Ctrl-C on an empty line,
 -- or Ctrl-D, ends the session.
 -- @module lash.commands.chat
+local runtime = require "lash.runtime"
 local M = {
   signals = true,      -- SIGTERM/SIGHUP stop lash as for `lash run`; SIGINT is the session's
   summary = "talk with an agent spec in an interactive session",
@@ -121,7 +122,7 @@ end
 -- unwinds at once, cleaning up) rather than a task cancel, which would
 -- only land at the run's next wait and could hit its cleanup instead.
 function Session:cancelled_here()
-  error(require("lash").error("cancelled", "the turn was cancelled at an approval question"), 0)
+  error(runtime.error("cancelled", "the turn was cancelled at an approval question"), 0)
 end
 
 -- Ask about a tool call that needs approval: y, n or e (edit the
@@ -130,7 +131,7 @@ function Session:ask(call)
   local json = require "lash.json"
   if call.kind == "elicitation" then return self:ask_elicitation(call) end
   while true do
-    local args = require("lash.render").one_line(json.try_encode_canonical(call.args or {}) or "", 100)
+    local args = require("lash.cli.printer").one_line(json.try_encode_canonical(call.args or {}) or "", 100)
     local line, why = self.term.read(string.format("Allow %s %s? [y/n/e] ", call.name, args))
     -- piped answers are not echoed by a terminal: show them in the transcript
     if line and not self.interactive then self.out(line .. "\n") end
@@ -244,8 +245,7 @@ end
 -- One turn: a run on `prompt` with the conversation as history. Returns
 -- nil, or an outcome when the session must end.
 function Session:turn(prompt)
-  local lash = require "lash"
-  local render = require "lash.render"
+  local render = require "lash.cli.printer"
   local label = self:model_label()
   local rec = self:recording(prompt, label)
   self.record_warned = false
@@ -256,7 +256,7 @@ function Session:turn(prompt)
     limits = self.limits, deps = self.deps, stream = self.stream,
     on_event = function(ev)
       -- the session's header said who and what; each turn's own start is quiet
-      if ev.type == "run_start" then printer.started = lash.now() return end
+      if ev.type == "run_start" then printer.started = runtime.now() return end
       handle(ev)
     end,
   }
@@ -296,7 +296,7 @@ function Session:turn(prompt)
   end
   self.turn_task = task
   local term = self.term
-  local watcher = lash.spawn(function()
+  local watcher = runtime.spawn(function()
     term.wait_interrupt()
     self:cancel_turn()
   end)
@@ -315,7 +315,7 @@ function Session:turn(prompt)
     return nil
   end
   local e = res
-  local cancelled = lash.is_error(e, "cancelled")
+  local cancelled = runtime.is_error(e, "cancelled")
   -- what the turn got to stays in the conversation (as it is saved), its
   -- unfinished tool calls answered as interrupted
   local got = type(e) == "table" and rawget(e, "messages")
@@ -370,7 +370,7 @@ function Session:tools()
       return
     end
     for _, t in ipairs(tools) do
-      local d = require("lash.render").one_line((tostring(t.description or "")):match("^[^\n]*"), 70)
+      local d = require("lash.cli.printer").one_line((tostring(t.description or "")):match("^[^\n]*"), 70)
       lines[#lines + 1] = string.format("  %-20s %s", t.name, d)
     end
   end
@@ -571,14 +571,14 @@ function M.main(args, cli)
     return { kind = "error", message = "lash chat needs the lash program's terminal (run it as `lash chat`)" }
   end
   local json = require "lash.json"
-  local render = require "lash.render"
+  local render = require "lash.cli.printer"
   local config = require "lash.config"
   local _, cerr = config.get()
   if cerr then return { kind = "spec", message = cerr } end
   local backend, from = config.backend(o.backend)
   local agent, err = require("lash.spec").load(spec_path, { trust = o.trust,
                                                 backend = from == "cli" and backend or nil })
-  if agent and backend and from ~= "cli" then agent, err = config.default_backend(agent, backend) end
+  if agent and backend and from ~= "cli" then agent, err = require("lash.cli.agents").default_backend(agent, backend) end
   if not agent then return { kind = "spec", message = "cannot load the spec: " .. tostring(err) } end
   local deps
   if o.deps then
@@ -601,7 +601,7 @@ function M.main(args, cli)
       return "\27[" .. codes[style] .. "m" .. str .. "\27[0m"
     end,
   }, Session)
-  s.conversation = require("lash.capabilities.sandbox").conversation(agent)
+  s.conversation = require("lash.cli.agents").conversation(agent)
   s.spec_path = spec_path
   s.spec_abs = spec_path:sub(1, 1) == "/" and spec_path or ((os.getenv("PWD") or ".") .. "/" .. spec_path)
   local serr = M.open_sessions(s, o)

@@ -41,7 +41,8 @@ local function show(args, cli)
   local f = io.open(path, "rb")
   local found = f ~= nil
   if f then f:close() end
-  local rows = config.effective(o)
+  local rows = config.effective(o, { openai = require("lash.models.openai").DEFAULT_BASE_URL,
+                                     anthropic = require("lash.models.anthropic").DEFAULT_BASE_URL })
   if o.json then
     local json = require "lash.json"
     local settings = {}

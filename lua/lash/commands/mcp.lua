@@ -1,6 +1,7 @@
 --- `lash mcp ...`: talk to an MCP server from the shell (list its tools,
 -- call one), and serve lash's sandbox to MCP hosts over stdio.
 -- @module lash.commands.mcp
+local runtime = require "lash.runtime"
 local M = {
   signals = true,      -- SIGINT/SIGTERM/SIGHUP: serve ends its sessions (their sandboxes destroyed), exits 128+N
   summary = "list or call an MCP server's tools; serve the sandbox over MCP",
@@ -46,47 +47,18 @@ local M = {
   args = ["mcp", "serve"].]==],
 }
 
+-- The kinds of the options below that cli.parse_options reads as K=V maps.
+local MAPS = { env = { "env", "map", "=", "K=V" }, header = { "headers", "map", ":", "'Name: value'" } }
+
+-- Parse by cli.parse_options: spec is name -> "value" | "flag" | "env" |
+-- "header"; everything after "--" is the rest (a stdio server's command).
 local function parse(cli, args, spec)
-  local o, pos, rest = { env = {} }, {}, nil
-  local i = 1
-  while i <= #args do
-    local a = args[i]
-    if a == "--" then
-      rest = table.move(args, i + 1, #args, 1, {})
-      break
-    end
-    local name, inline = a:match("^%-%-([%w%-]+)=(.*)$")
-    if not name then name = a:match("^%-%-([%w%-]+)$") end
-    if name then
-      local kind = spec[name]
-      if not kind then cli.usage_error("unknown option --" .. name) end
-      if kind == "flag" then
-        o[name] = true
-      else
-        local v = inline
-        if not v then
-          i = i + 1
-          v = args[i]
-          if v == nil then cli.usage_error("option --" .. name .. " needs a value") end
-        end
-        if kind == "header" then
-          local hk, hv = v:match("^([^:]+):%s*(.*)$")
-          if not hk then cli.usage_error("--header needs 'Name: value', got '" .. v .. "'") end
-          o.headers = o.headers or {}
-          o.headers[hk] = hv
-        elseif kind == "env" then
-          local k, val = v:match("^([^=]+)=(.*)$")
-          if not k then cli.usage_error("--env needs K=V, got '" .. v .. "'") end
-          o.env[k] = val
-        else
-          o[name] = v
-        end
-      end
-    else
-      pos[#pos + 1] = a
-    end
-    i = i + 1
-  end
+  local options = {}
+  for name, kind in pairs(spec) do options["--" .. name] = MAPS[kind] or { name, kind } end
+  local o = cli.parse_options(args, options, { rest = true })
+  local pos, rest = o.positional, o.rest
+  o.positional, o.rest = nil, nil
+  o.env = o.env or {}
   return o, pos, rest
 end
 
@@ -111,7 +83,7 @@ end
 local function connect(def)
   local mcp = require "lash.mcp"
   local sb
-  if def.sandbox then sb = require("lash").sandbox.create {} end
+  if def.sandbox then sb = runtime.sandbox.create {} end
   local okt, transport = pcall(mcp.transport, def, sb)
   if not okt then
     if sb then sb:close() end
@@ -249,7 +221,6 @@ local function cmd_serve(args, cli)
     if not o.owner then cli.usage_error("--attach needs --owner (the owner the sandbox was created with)") end
     opts.attach_to, opts.owner = o.attach, o.owner
   end
-  local lash = require "lash"
   if o.http then
     local port = math.tointeger(tonumber(o.http))
     if not port or port < 0 or port > 65535 then cli.usage_error("--http needs a port (0-65535), got '" .. o.http .. "'") end
@@ -258,7 +229,7 @@ local function cmd_serve(args, cli)
     if not ok then return fail(cli, "serve", srv) end
     cli.err("lash mcp serve: listening on http://127.0.0.1:", tostring(srv:port()), "/mcp\n")
     io.stderr:flush()
-    local ok2, err = pcall(function() lash.spawn(function() srv:serve() end):join() end)
+    local ok2, err = pcall(function() runtime.spawn(function() srv:serve() end):join() end)
     if not ok2 then return fail(cli, "serve", err) end
     return 0
   end
@@ -268,7 +239,7 @@ local function cmd_serve(args, cli)
   local ok, s = pcall(server.session, stdio.stdio_self(), { capability = opts })
   if not ok then return fail(cli, "serve", s) end
   if o.holder then s.ctx.run.holder = o.holder end
-  local ok2, err = pcall(function() lash.spawn(function() s:serve() end):join() end)
+  local ok2, err = pcall(function() runtime.spawn(function() s:serve() end):join() end)
   if not ok2 then return fail(cli, "serve", err) end
   return 0
 end

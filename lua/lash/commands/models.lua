@@ -4,6 +4,7 @@
 -- `GET {base}/v1/models` (paged with after_id) on Anthropic. Base URLs and
 -- keys come from the environment or the config file, as for `lash run`.
 -- @module lash.commands.models
+local runtime = require "lash.runtime"
 local M = {
   summary = "list the model providers and the models their servers offer",
   usage = [[usage: lash models [PROVIDER...] [--json] [--timeout S]
@@ -24,9 +25,8 @@ local KNOWN = { "anthropic", "openai", "test", "function" }
 local MAX_PAGES = 50
 
 local function get_json(url, headers, timeout, provider)
-  local lash = require "lash"
   local json = require "lash.json"
-  local ok, status, _, body = pcall(lash.http.request, { method = "GET", url = url, headers = headers,
+  local ok, status, _, body = pcall(runtime.http.request, { method = "GET", url = url, headers = headers,
                                                           timeout = timeout })
   if not ok then
     local e = status
@@ -152,13 +152,12 @@ function M.main(args, cli)
     return 1
   end
   local names = #o.names > 0 and o.names or KNOWN
-  local lash = require "lash"
   local entries, tasks = {}, {}
   for _, n in ipairs(names) do
     local e = plan(n)
     entries[#entries + 1] = e
     if e.fetch then
-      tasks[#tasks + 1] = { e = e, t = lash.spawn(function() return e.fetch(e.p, o.timeout or 30) end) }
+      tasks[#tasks + 1] = { e = e, t = runtime.spawn(function() return e.fetch(e.p, o.timeout or 30) end) }
     end
   end
   local failed = false

@@ -3,6 +3,7 @@
 -- Exit codes: the CLI's table (lash.cli.EXIT): 0 the run answered, else
 -- the kind of failure; with --json the last line says it as JSON.
 -- @module lash.commands.run
+local runtime = require "lash.runtime"
 local M = {
   signals = true,      -- SIGINT/SIGTERM/SIGHUP cancel the run and clean up
   json_final = true,   -- --json ends with one {"type":"exit",...} line
@@ -46,6 +47,9 @@ options:
                    never finished (killed, or stopped for approval) runs
                    them now (with --yes for those needing approval)
   --no-save        do not record this run (LASH_NO_SAVE=1 does the same)
+  --describe       print what the loaded agent runs with (its limits,
+                   retries, model, and every default lash applies) as
+                   JSON, and exit without running it
 
 Every run is saved (spec, model, each message as it enters the history,
 usage, outcome) in $LASH_SESSIONS_DB, else $XDG_STATE_HOME/lash/sessions.db
@@ -72,6 +76,7 @@ local OPTIONS = {
   ["--holder"] = { "holder", "value" }, ["--backend"] = { "backend", "value" }, ["--file"] = { "files", "list" },
   ["--output-schema"] = { "output_schema", "value" }, ["--continue"] = { "continue", "flag" },
   ["-c"] = { "continue", "flag" }, ["--resume"] = { "resume", "value" }, ["--no-save"] = { "no_save", "flag" },
+  ["--describe"] = { "describe", "flag" },
 }
 
 local function parse_args(args, cli)
@@ -257,10 +262,10 @@ function M.main(args, cli)
   local spec_path = o.positional[1]
   if not spec_path then cli.usage_error("missing the agent spec (a .lua, .yaml or .json file)") end
   if o.owner and not o.attach then cli.usage_error("--owner only applies together with --attach") end
-  if #o.positional > 2 then
+  if #o.positional > 2 and not o.describe then
     cli.usage_error("too many arguments: quote the prompt (got " .. #o.positional - 1 .. " words after the spec)")
   end
-  local render = require "lash.render"
+  local render = require "lash.cli.printer"
   local json = require "lash.json"
   local config = require "lash.config"
   local _, cerr = config.get()
@@ -268,9 +273,13 @@ function M.main(args, cli)
   local backend, from_cli = config.backend(o.backend)
   local agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner,
                                                 backend = (from_cli == "cli" or o.attach) and backend or nil })
-  if agent and backend and from_cli ~= "cli" and not o.attach then agent, err = config.default_backend(agent, backend) end
+  if agent and backend and from_cli ~= "cli" and not o.attach then agent, err = require("lash.cli.agents").default_backend(agent, backend) end
   if not agent then
     return { kind = "spec", message = "cannot load the spec: " .. tostring(err) }
+  end
+  if o.describe then
+    cli.out(json.encode_canonical(agent:describe()), "\n")
+    return { kind = "ok" }
   end
   local save = not o.no_save and not (os.getenv("LASH_NO_SAVE") or ""):match("^[1ty]")
   -- the store is loaded only when a run saves or continues (a cold start
@@ -354,7 +363,6 @@ function M.main(args, cli)
     opts.on_event = function(ev) print_event(ev); rt.on_event(ev) end
     opts.on_message = function(msg, i) save_message(msg, i); rt.on_message(msg) end
   end
-  local lash = require "lash"
   collectgarbage("restart")
   local ok, res = pcall(function() return agent:start(prompt, opts):join() end)
   -- the spinner line goes whatever happened (a signal included)
@@ -390,7 +398,7 @@ function M.main(args, cli)
     out.session = sid
     return out
   end
-  lash.run()
+  runtime.run()
   if res.stop_reason == "approval_required" then
     return { kind = "approval", stop_reason = res.stop_reason, session = sid,
              message = "stopped: " .. tostring(#res.pending)

@@ -2,6 +2,7 @@
 -- cron, CI) that split work into steps: create one and stage input, let
 -- agent runs work in it, read the result out, destroy it.
 -- @module lash.commands.sandbox
+local runtime = require "lash.runtime"
 
 local M = {
   summary = "create, use, inspect and destroy sandboxes",
@@ -57,46 +58,16 @@ local function usage(cli, msg)
   cli.usage_error(msg)
 end
 
---- Parse args: flags listed in spec (name -> "value" | "list" | "flag"),
--- positional words, and everything after "--" (when allowed).
+--- Parse args by cli.parse_options: flags listed in spec (name ->
+-- "value" | "list" | "flag"), positional words, and everything after "--"
+-- (when allowed).
 local function parse(cli, args, spec, allow_rest)
-  local opts, pos, rest = {}, {}, nil
-  local i = 1
-  while i <= #args do
-    local a = args[i]
-    if a == "--" then
-      if not allow_rest then usage(cli, "unexpected '--'") end
-      rest = table.move(args, i + 1, #args, 1, {})
-      break
-    end
-    local name, inline = a:match("^%-%-([%w%-]+)=(.*)$")
-    if not name then name = a:match("^%-%-([%w%-]+)$") end
-    if name then
-      local kind = spec[name]
-      if not kind then usage(cli, "unknown option --" .. name) end
-      if kind == "flag" then
-        if inline then usage(cli, "--" .. name .. " takes no value") end
-        opts[name] = true
-      else
-        local v = inline
-        if not v then
-          i = i + 1
-          v = args[i]
-          if v == nil then usage(cli, "--" .. name .. " needs a value") end
-        end
-        if kind == "list" then
-          opts[name] = opts[name] or {}
-          table.insert(opts[name], v)
-        else
-          opts[name] = v
-        end
-      end
-    else
-      pos[#pos + 1] = a
-    end
-    i = i + 1
-  end
-  return opts, pos, rest
+  local options = {}
+  for name, kind in pairs(spec) do options["--" .. name] = { name, kind } end
+  local o = cli.parse_options(args, options, { rest = allow_rest and true or "refuse" })
+  local pos, rest = o.positional, o.rest
+  o.positional, o.rest = nil, nil
+  return o, pos, rest
 end
 
 local COMMON = { backend = "value", ["state-root"] = "value" }
@@ -140,8 +111,7 @@ local function need_id(cli, pos, sub)
 end
 
 local function open(pos, opts, cli, sub)
-  local lash = require "lash"
-  return lash.sandbox.open(need_id(cli, pos, sub), backend_opts(opts))
+  return runtime.sandbox.open(need_id(cli, pos, sub), backend_opts(opts))
 end
 
 local function sorted_keys(t)
@@ -193,9 +163,8 @@ function sub.create(args, cli)
       if v == "none" then spec.limits[k] = false else spec.limits[k] = integer(cli, v, "--limit " .. k) end
     end
   end
-  local lash = require "lash"
   -- the sandbox outlives this process: its lifetime (--timeout) ends it
-  cli.out(lash.sandbox.create(spec):detach(), "\n")
+  cli.out(runtime.sandbox.create(spec):detach(), "\n")
   return EXIT.ok
 end
 
@@ -319,8 +288,7 @@ end
 function sub.list(args, cli)
   local opts, pos = parse(cli, args, with_common { json = "flag" })
   if #pos > 0 then usage(cli, "list takes no positional arguments") end
-  local lash = require "lash"
-  local list = lash.sandbox.list(backend_opts(opts))
+  local list = runtime.sandbox.list(backend_opts(opts))
   table.sort(list, function(a, b) return a.id < b.id end)
   if opts.json then
     local json = require "lash.json"
@@ -338,8 +306,7 @@ end
 function sub.gc(args, cli)
   local opts, pos = parse(cli, args, with_common {})
   if #pos > 0 then usage(cli, "gc takes no positional arguments") end
-  local lash = require "lash"
-  for _, id in ipairs(lash.sandbox.gc(backend_opts(opts))) do cli.out(id, "\n") end
+  for _, id in ipairs(runtime.sandbox.gc(backend_opts(opts))) do cli.out(id, "\n") end
   return EXIT.ok
 end
 
@@ -359,8 +326,7 @@ function M.main(args, cli)
       return EXIT.ok
     end
   end
-  local lash = require "lash"
-  local ok, res = lash.spawn(function() return pcall(fn, rest, cli) end):join()
+  local ok, res = runtime.spawn(function() return pcall(fn, rest, cli) end):join()
   if ok then return res end
   if type(res) == "table" and res.cli_usage then error(res, 0) end
   local kind = type(res) == "table" and res.kind

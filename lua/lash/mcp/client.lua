@@ -9,9 +9,7 @@ local rpc = require "lash.mcp.rpc"
 
 local M = {}
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
 
 M.LATEST = "2025-11-25"
 M.SUPPORTED = { "2025-11-25", "2025-06-18", "2025-03-26" }
@@ -66,7 +64,7 @@ local function on_notification(self, method, params)
     if type(data) ~= "string" then data = json.try_encode(data) or tostring(data) end
     local from = params.logger and (self.name .. "/" .. tostring(params.logger)) or self.name
     if self.opts.on_log then self.opts.on_log(params)
-    else lash().log(level, "mcp " .. from .. ": " .. data) end
+    else runtime.log(level, "mcp " .. from .. ": " .. data) end
   elseif method == "notifications/tools/list_changed" then
     self.tools_changed = true
     if self.opts.on_tools_changed then self.opts.on_tools_changed() end
@@ -101,13 +99,13 @@ function M.connect(transport, opts)
     local want = opts.protocol_version or M.LATEST
     local res = self.peer:request("initialize", {
       protocolVersion = want, capabilities = caps,
-      clientInfo = opts.client_info or { name = "lash", version = lash().version },
+      clientInfo = opts.client_info or { name = "lash", version = runtime.version },
     }, { timeout = opts.init_timeout or 30 })
     if type(res) ~= "table" or type(res.protocolVersion) ~= "string" then
-      error(lash().error("mcp", "MCP server '" .. self.name .. "' answered initialize without a protocolVersion"), 0)
+      error(runtime.error("mcp", "MCP server '" .. self.name .. "' answered initialize without a protocolVersion"), 0)
     end
     if not supported(res.protocolVersion) then
-      error(lash().error("mcp", "MCP server '" .. self.name .. "' speaks protocol " .. res.protocolVersion
+      error(runtime.error("mcp", "MCP server '" .. self.name .. "' speaks protocol " .. res.protocolVersion
         .. "; lash speaks " .. table.concat(M.SUPPORTED, ", ") .. ". Upgrade the server (or lash)."), 0)
     end
     self.protocol_version = res.protocolVersion
@@ -135,7 +133,7 @@ function Client:list_tools()
     for _, t in ipairs(type(res) == "table" and res.tools or {}) do out[#out + 1] = t end
     cursor = type(res) == "table" and type(res.nextCursor) == "string" and res.nextCursor or nil
     if pages > 1000 then
-      error(lash().error("mcp", "MCP server '" .. self.name .. "' paginated tools/list past 1000 pages"), 0)
+      error(runtime.error("mcp", "MCP server '" .. self.name .. "' paginated tools/list past 1000 pages"), 0)
     end
   until not cursor
   self.tools_changed = false
@@ -162,7 +160,7 @@ function Client:call_tool(name, args, opts)
   if token then self.progress[token] = nil end
   if not ok then error(res, 0) end
   if type(res) ~= "table" then
-    error(lash().error("mcp", "MCP server '" .. self.name .. "' answered tools/call with a "
+    error(runtime.error("mcp", "MCP server '" .. self.name .. "' answered tools/call with a "
       .. type(res) .. ", not a result object"), 0)
   end
   return res

@@ -16,9 +16,7 @@ local M = {}
 
 local STOP = {}   -- raised from on_chunk to end a stream we are done with
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
 
 local Client = {}
 Client.__index = Client
@@ -53,14 +51,14 @@ local function http_error(self, status, body, what)
   local hint = ""
   if status == 401 or status == 403 then hint = " (check the server's token or headers)" end
   if status == 404 and self.session_id then hint = " (the session expired; reconnect)" end
-  return lash().error("mcp", "MCP server '" .. self.name .. "' answered " .. what .. " with HTTP "
+  return runtime.error("mcp", "MCP server '" .. self.name .. "' answered " .. what .. " with HTTP "
     .. tostring(status) .. hint .. (text ~= "" and (": " .. text) or ""), { code = "http", status = status })
 end
 
 -- Feed SSE events' data to the queue; remember ids and retry for
 -- resumption, and whether the answer to state.want arrived.
 local function sse_sink(self, state)
-  local parser = lash().http.sse_parser {}
+  local parser = runtime.http.sse_parser {}
   return function(chunk)
     for _, ev in ipairs(parser:feed(chunk)) do
       if ev.id and ev.id ~= "" then state.last_id = ev.id end
@@ -71,7 +69,7 @@ local function sse_sink(self, state)
           state.answered = true
         end
         if msg ~= nil then self.queue.push(msg)
-        else lash().log("warn", "mcp " .. self.name .. ": an SSE event that is not JSON: " .. tostring(err)) end
+        else runtime.log("warn", "mcp " .. self.name .. ": an SSE event that is not JSON: " .. tostring(err)) end
       end
     end
   end
@@ -80,7 +78,7 @@ end
 -- One POST; responses and server messages go to the queue. A refusal the
 -- OAuth state can answer sends it again (`tries`: authorizations so far).
 local function post(self, msg, tries)
-  local L = lash()
+  local L = runtime
   local mode, buf, state = nil, {}, { want = msg.method and msg.id or nil }
   local sink = sse_sink(self, state)
   local status, headers = L.http.request {
@@ -118,7 +116,7 @@ local function post(self, msg, tries)
     while not state.answered and not self.closed do
       attempts = attempts + 1
       if attempts > 5 or not state.last_id then
-        error(lash().error("mcp", "MCP server '" .. self.name .. "' closed the stream of " .. msg.method
+        error(runtime.error("mcp", "MCP server '" .. self.name .. "' closed the stream of " .. msg.method
           .. " before answering" .. (state.last_id and " (5 resumptions failed)" or " (and gave no event id to resume from)")), 0)
       end
       L.sleep((state.retry or 1000) / 1000)
@@ -134,7 +132,7 @@ local function post(self, msg, tries)
       })
       if not ok and st ~= STOP then error(st, 0) end
       if st == 405 then
-        error(lash().error("mcp", "MCP server '" .. self.name .. "' closed the stream of " .. msg.method
+        error(runtime.error("mcp", "MCP server '" .. self.name .. "' closed the stream of " .. msg.method
           .. " before answering and offers no GET stream to resume it"), 0)
       end
     end
@@ -146,7 +144,7 @@ local function post(self, msg, tries)
     if text:match("%S") then
       local v, err = json.try_decode(text)
       if v == nil then
-        error(lash().error("mcp", "MCP server '" .. self.name .. "' sent JSON that does not parse: " .. tostring(err)), 0)
+        error(runtime.error("mcp", "MCP server '" .. self.name .. "' sent JSON that does not parse: " .. tostring(err)), 0)
       end
       self.queue.push(v)
     end
@@ -154,19 +152,19 @@ local function post(self, msg, tries)
 end
 
 function Client:send(msg)
-  if self.closed then error(lash().error("mcp", "the HTTP transport is closed", { code = "closed" }), 0) end
+  if self.closed then error(runtime.error("mcp", "the HTTP transport is closed", { code = "closed" }), 0) end
   if msg.method and msg.id ~= nil then
     -- a request: its POST stays open until its answer, so run it beside
     -- the caller (which waits on the response's future)
     local t
-    t = lash().spawn(function()
+    t = runtime.spawn(function()
       local ok, err = pcall(post, self, msg)
       self.tasks[t] = nil
-      if not ok and not lash().is_error(err, "cancelled") and self.peer then
+      if not ok and not runtime.is_error(err, "cancelled") and self.peer then
         -- fail the request so its caller wakes with the cause
-        if not lash().is_error(err) then err = lash().error("mcp", tostring(err)) end
+        if not runtime.is_error(err) then err = runtime.error("mcp", tostring(err)) end
         if err.kind ~= "mcp" and err.kind ~= "auth" then
-          err = lash().error("mcp", "MCP server '" .. self.name .. "' is unreachable: " .. tostring(err.message),
+          err = runtime.error("mcp", "MCP server '" .. self.name .. "' is unreachable: " .. tostring(err.message),
                              { code = err.kind, retryable = err.retryable })
         end
         self.peer:fail_request(msg.id, err)
@@ -190,7 +188,7 @@ end
 -- The optional GET stream for server-initiated messages.
 function Client:start_get_stream()
   if self.get_task or self.closed then return end
-  local L = lash()
+  local L = runtime
   self.get_task = L.spawn(function()
     local state, attempts = {}, 0
     while not self.closed do
@@ -212,7 +210,7 @@ end
 function Client:close()
   if self.closed then return end
   self.closed = true
-  local L = lash()
+  local L = runtime
   if self.get_task then self.get_task:cancel() end
   for t in pairs(self.tasks) do t:cancel() end
   self.tasks = {}

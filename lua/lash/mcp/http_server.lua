@@ -16,9 +16,7 @@ local rpc = require "lash.mcp.rpc"
 
 local M = {}
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
 
 M.MAX_SESSIONS = 64
 M.IDLE_TIMEOUT = 1800   -- seconds: a session nobody used for this long ends
@@ -125,7 +123,7 @@ Server.__index = Server
 --   (sandbox capability options), `log(level, message)`
 function M.new(o)
   local self = setmetatable({ o = o, sessions = {}, conns = {} }, Server)
-  self.listener = lash().net.listen { host = o.host or "127.0.0.1", port = o.port or 0 }
+  self.listener = runtime.net.listen { host = o.host or "127.0.0.1", port = o.port or 0 }
   return self
 end
 
@@ -139,13 +137,13 @@ local function new_session(self)
   local s = server.session(t, { capability = self.o.capability })
   s.http_transport = t
   s.id = random_id()
-  s.last_used = lash().now()
+  s.last_used = runtime.now()
   return s
 end
 
 -- Run one message through a session; the answer, or nil for none.
 local function exchange(s, msg)
-  local L = lash()
+  local L = runtime
   if type(msg) == "table" and msg.method ~= nil and msg.id ~= nil and msg.id ~= json.null then
     local f = L.future()
     s.http_transport.waiting[msg.id] = f
@@ -200,7 +198,7 @@ function Server:handle(conn, req)
     s = self.sessions[sid]
     if not s then return json_error(conn, 404, -32001, "Session not found") end
   end
-  s.last_used = lash().now()
+  s.last_used = runtime.now()
   local answers = {}
   local list = (type(msg) == "table" and msg[1] ~= nil) and msg or { msg }
   for _, m in ipairs(list) do
@@ -222,7 +220,7 @@ function Server:serve_conn(conn)
     end
     local ok, e = pcall(self.handle, self, conn, req)
     if not ok then
-      if lash().is_error(e, "cancelled") then break end
+      if runtime.is_error(e, "cancelled") then break end
       pcall(json_error, conn, 500, rpc.INTERNAL_ERROR, "Internal error: " .. tostring(type(e) == "table" and e.message or e))
     end
     if (req.headers.connection or ""):lower() == "close" then break end
@@ -232,7 +230,7 @@ end
 
 --- Accept connections until the listener is closed (or the task cancelled).
 function Server:serve()
-  local L = lash()
+  local L = runtime
   -- sessions whose client vanished without DELETE end after a while
   self.sweeper = L.spawn(function()
     while true do

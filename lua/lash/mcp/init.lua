@@ -24,9 +24,7 @@ local client = require "lash.mcp.client"
 
 local M = {}
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
 
 M.connect_client = client.connect
 
@@ -84,7 +82,7 @@ local function b64_size(data)
 end
 
 local function describe_size(n)
-  return lash().output.format_size(n)
+  return runtime.output.format_size(n)
 end
 
 --- The text the model sees for one content block.
@@ -140,7 +138,7 @@ local function tool_parameters(t, server)
   end
   local ok, err = schema.check_object_schema(s, "inputSchema")
   if ok then return s end
-  lash().log("info", "mcp " .. server .. ": tool '" .. tostring(t.name) .. "' has a schema lash cannot check ("
+  runtime.log("info", "mcp " .. server .. ": tool '" .. tostring(t.name) .. "' has a schema lash cannot check ("
     .. err .. "); its arguments go to the server unchecked")
   local loose = { type = "object" }
   if type(s.properties) == "table" then
@@ -164,7 +162,7 @@ local Instance = {}
 Instance.__index = Instance
 
 local function make_tool(inst, t)
-  local L = lash()
+  local L = runtime
   local orig = t.name
   local desc = t.description
   if type(desc) ~= "string" or desc == "" then desc = type(t.title) == "string" and t.title or orig end
@@ -181,7 +179,7 @@ local function make_tool(inst, t)
       })
       local text = M.result_text(res)
       if res.isError == true then
-        L.retry(text ~= "" and text or ("Tool '" .. orig .. "' failed"))
+        tool.retry(text ~= "" and text or ("Tool '" .. orig .. "' failed"))
       end
       return text
     end,
@@ -195,9 +193,9 @@ local function refresh(inst)
     if type(t) == "table" and type(t.name) == "string" then
       local ok, lt = pcall(make_tool, inst, t)
       if not ok then
-        lash().log("warn", "mcp " .. inst.name .. ": skipping tool '" .. t.name .. "': " .. tostring(lt))
+        runtime.log("warn", "mcp " .. inst.name .. ": skipping tool '" .. t.name .. "': " .. tostring(lt))
       elseif seen[lt.name] then
-        lash().log("warn", "mcp " .. inst.name .. ": skipping tool '" .. t.name .. "': its name is taken")
+        runtime.log("warn", "mcp " .. inst.name .. ": skipping tool '" .. t.name .. "': its name is taken")
       else
         seen[lt.name] = true
         tools[#tools + 1] = lt
@@ -221,7 +219,7 @@ M.elicit_defaults = elicit_defaults
 -- the defaults, {allow = true, args = {...}} accepts with those values
 -- (defaults fill what is missing), false or a message declines.
 function M.elicit_with(approve, ctx, server, params)
-  local L = lash()
+  local L = runtime
   if params.mode == "url" then
     return { action = "decline" }
   end
@@ -256,7 +254,7 @@ end
 -- by id (a string; left as it was), or a fresh one from create options (a
 -- table; destroyed when the run ends). nil: on the host.
 local function server_sandbox(self, ctx)
-  local s, L = self.def.sandbox, lash()
+  local s, L = self.def.sandbox, runtime
   if s == nil or s == false then return nil end
   if s == true or s == "run" then
     local sb = ctx and type(ctx.sandbox) == "function" and ctx.sandbox() or nil
@@ -280,7 +278,7 @@ end
 
 function Instance:open(ctx)
   local def = self.def
-  local L = lash()
+  local L = runtime
   local okt, transport = pcall(function() return M.transport(def, server_sandbox(self, ctx)) end)
   if not okt then
     self:close()   -- a sandbox made for the server goes with it

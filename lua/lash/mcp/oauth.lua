@@ -33,9 +33,7 @@ local json = require "lash.json"
 
 local M = {}
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
 
 -- Authorizations one request may trigger before we give up (a server that
 -- keeps asking for scope it never grants).
@@ -140,7 +138,7 @@ local function default_token_file(url)
     if not home or home == "" then return nil end
     base = home .. "/.local/state"
   end
-  local digest = lash().secret.sha256(url)
+  local digest = runtime.secret.sha256(url)
   local hex = digest:sub(1, 12):gsub(".", function(c) return string.format("%02x", c:byte()) end)
   return base .. "/lash/mcp-oauth/" .. hex .. ".json"
 end
@@ -153,7 +151,7 @@ Auth.__name = "lash.mcp.oauth"
 Auth.__tostring = function(self) return "lash.mcp.oauth(" .. self.url .. ")" end
 
 local function fail(self, msg, code)
-  error(lash().error("auth", "MCP server '" .. self.name .. "': " .. msg, { code = code or "oauth",
+  error(runtime.error("auth", "MCP server '" .. self.name .. "': " .. msg, { code = code or "oauth",
                                                                           terminal = true, retryable = false }), 0)
 end
 
@@ -218,7 +216,7 @@ function Auth:load()
   if self.state then return self.state end
   self.state = {}
   if self.file then
-    local text = lash().secret.read_file(self.file)
+    local text = runtime.secret.read_file(self.file)
     if text then
       local v = json.try_decode(text)
       if type(v) == "table" and v.url == self.url then self.state = v end
@@ -231,8 +229,8 @@ function Auth:save()
   if not self.file then return end
   local st = self.state or {}
   st.url = self.url
-  local ok, err = lash().secret.write_file(self.file, json.encode_canonical(st))
-  if not ok then lash().log("warn", "mcp " .. self.name .. ": cannot keep the OAuth tokens: " .. tostring(err)) end
+  local ok, err = runtime.secret.write_file(self.file, json.encode_canonical(st))
+  if not ok then runtime.log("warn", "mcp " .. self.name .. ": cannot keep the OAuth tokens: " .. tostring(err)) end
 end
 
 --- Forget the tokens and the registered client (the file goes too).
@@ -246,9 +244,9 @@ end
 
 local function http(self, req)
   req.timeout = req.timeout or self.o.timeout or 30
-  local ok, status, headers, body = pcall(lash().http.request, req)
+  local ok, status, headers, body = pcall(runtime.http.request, req)
   if not ok then
-    if lash().is_error(status, "cancelled") then error(status, 0) end
+    if runtime.is_error(status, "cancelled") then error(status, 0) end
     fail(self, "cannot reach " .. req.url:gsub("%?.*$", "") .. ": " .. tostring(type(status) == "table"
       and status.message or status), "unreachable")
   end
@@ -416,7 +414,7 @@ end
 -- (ES256), naming us as issuer and subject and the authorization server as
 -- audience, valid for 5 minutes.
 local function client_assertion(self, client, md)
-  local L = lash()
+  local L = runtime
   local now = os.time()
   local header = b64url(json.encode_canonical { alg = "ES256", typ = "JWT" })
   local claims = b64url(json.encode_canonical {
@@ -501,7 +499,7 @@ end
 -- The authorization code flow
 
 local function interactive_default()
-  local sys = lash().sys
+  local sys = runtime.sys
   return sys and sys.isatty and sys.isatty(2) or false
 end
 
@@ -509,7 +507,7 @@ end
 -- request's query table. A request without our state (another local
 -- process guessing the port) is answered 400 and waited past.
 local function await_redirect(self, listener, path, seconds, state)
-  local L = lash()
+  local L = runtime
   local result, timed_out, current = nil, false, nil
   local timer = L.spawn(function()
     L.sleep(seconds)
@@ -554,7 +552,7 @@ local function await_redirect(self, listener, path, seconds, state)
 end
 
 function Auth:authorize_code(d, scope)
-  local o, L = self.o, lash()
+  local o, L = self.o, runtime
   local md = d.server
   if not md.fallback and not supports(md.code_challenge_methods_supported, "S256") then
     fail(self, "its authorization server does not offer PKCE with S256 (code_challenge_methods_supported), "
@@ -705,7 +703,7 @@ function Auth:challenge(status, www)
     local ok = pcall(self.pending.wait, self.pending)
     return ok
   end
-  local f = lash().future()
+  local f = runtime.future()
   self.pending = f
   local ok, res = pcall(self.challenge_now, self, status, www)
   self.pending = nil
@@ -742,12 +740,12 @@ function Auth:login()
   local status, headers = http(self, {
     url = self.url, method = "POST",
     body = json.encode { jsonrpc = "2.0", id = 0, method = "initialize", params = {
-      protocolVersion = "2025-11-25", capabilities = {}, clientInfo = { name = "lash", version = lash().version } } },
+      protocolVersion = "2025-11-25", capabilities = {}, clientInfo = { name = "lash", version = runtime.version } } },
     headers = { ["Content-Type"] = "application/json", Accept = "application/json, text/event-stream" },
   })
   if status ~= 401 then
     -- some servers let initialize through and refuse later: authorize anyway
-    lash().log("info", "mcp " .. self.name .. ": initialize answered HTTP " .. tostring(status) .. " without a token")
+    runtime.log("info", "mcp " .. self.name .. ": initialize answered HTTP " .. tostring(status) .. " without a token")
   end
   return self:challenge(401, headers and headers["www-authenticate"])
 end

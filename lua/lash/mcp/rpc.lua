@@ -19,9 +19,7 @@ local json = require "lash.json"
 
 local M = {}
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
 
 -- JSON-RPC error codes.
 M.PARSE_ERROR = -32700
@@ -60,7 +58,7 @@ function M.queue()
   function q.pop()
     while q.head > q.tail do
       if q.closed then return nil end
-      local f = lash().future()
+      local f = runtime.future()
       q.waiter = f
       local ok, err = pcall(f.wait, f)
       if q.waiter == f then q.waiter = nil end
@@ -91,21 +89,21 @@ end
 
 local function peer_gone(self)
   local why = self.transport.describe_exit and self.transport:describe_exit()
-  return lash().error("mcp", "MCP server '" .. self.name .. "' closed the connection"
+  return runtime.error("mcp", "MCP server '" .. self.name .. "' closed the connection"
     .. (why and (": " .. why) or ""), { code = "closed" })
 end
 
 local function settle(self, msg)
   local p = self.pending[msg.id]
   if not p then
-    lash().log("debug", "mcp " .. self.name .. ": a response to unknown request id " .. tostring(msg.id))
+    runtime.log("debug", "mcp " .. self.name .. ": a response to unknown request id " .. tostring(msg.id))
     return
   end
   self.pending[msg.id] = nil
   if msg.error ~= nil then
     local e = type(msg.error) == "table" and msg.error or {}
     local text = type(e.message) == "string" and e.message or json.try_encode(msg.error) or "error"
-    p.future:fail(lash().error("mcp", "MCP server '" .. self.name .. "' answered " .. p.method
+    p.future:fail(runtime.error("mcp", "MCP server '" .. self.name .. "' answered " .. p.method
       .. " with error " .. tostring(e.code) .. ": " .. text, { code = e.code, data = e.data }))
   else
     p.future:set(msg.result)
@@ -119,7 +117,7 @@ local function reply_error(self, id, code, message, data)
 end
 
 local function handle_request(self, msg)
-  local L = lash()
+  local L = runtime
   local task
   task = L.spawn(function()
     local ok, res = pcall(function()
@@ -167,13 +165,13 @@ function Peer:dispatch(msg)
     elseif self.on_notification then
       local ok, err = pcall(self.on_notification, msg.method, msg.params)
       if not ok then
-        lash().log("warn", "mcp " .. self.name .. ": notification " .. msg.method .. ": " .. tostring(err))
+        runtime.log("warn", "mcp " .. self.name .. ": notification " .. msg.method .. ": " .. tostring(err))
       end
     end
   elseif msg.id ~= nil then
     settle(self, msg)
   else
-    lash().log("debug", "mcp " .. self.name .. ": ignoring a message that is neither request, notification "
+    runtime.log("debug", "mcp " .. self.name .. ": ignoring a message that is neither request, notification "
       .. "nor response")
   end
 end
@@ -207,7 +205,7 @@ end
 --- Start the reader task (for transports that deliver messages through
 -- `receive`).
 function Peer:start()
-  local L = lash()
+  local L = runtime
   self.reader = L.spawn(function()
     local ok, err = pcall(function()
       while true do
@@ -243,7 +241,7 @@ end
 -- @return the result table
 -- @raise `mcp` (an error answer, the peer gone), `timeout`, `cancelled`
 function Peer:request(method, params, opts)
-  local L = lash()
+  local L = runtime
   opts = opts or {}
   if self.gone then error(self.gone, 0) end
   if self.closed then
@@ -288,11 +286,11 @@ end
 function Peer:close()
   if self.closed then return end
   self.closed = true
-  fail_all(self, lash().error("mcp", "the MCP connection to '" .. self.name .. "' was closed",
+  fail_all(self, runtime.error("mcp", "the MCP connection to '" .. self.name .. "' was closed",
                               { code = "closed" }))
   for t in pairs(self.handlers) do t:cancel() end
   self.handlers = {}
-  if self.reader and self.reader ~= lash().current() then self.reader:cancel() end
+  if self.reader and self.reader ~= runtime.current() then self.reader:cancel() end
   self.transport:close()
 end
 

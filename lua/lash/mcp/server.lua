@@ -14,12 +14,11 @@ local template = require "lash.template"
 local capability = require "lash.capability"
 local rpc = require "lash.mcp.rpc"
 local client = require "lash.mcp.client"
+local sandbox_cap = require "lash.capabilities.sandbox"
 
 local M = {}
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
 
 local Session = {}
 Session.__index = Session
@@ -29,7 +28,7 @@ Session.__index = Session
 --   `name` (serverInfo name, "lash")
 function M.session(transport, opts)
   local self = setmetatable({ transport = transport, opts = opts or {}, open = false }, Session)
-  self.cap = lash().sandbox_capability(self.opts.capability or {})
+  self.cap = sandbox_cap.new(self.opts.capability or {})
   self.ctx = { deps = {}, values = {}, run = { id = "mcp", step = 0, date = os.date("%Y-%m-%d") } }
   self.peer = rpc.new(transport, {
     name = "client",
@@ -93,7 +92,7 @@ function Session:call(params)
   if self.by_name[params.name] and not self.open then
     local ok, err = pcall(self.start_sandbox, self)
     if not ok then
-      if lash().is_error(err, "cancelled") then error(err, 0) end
+      if runtime.is_error(err, "cancelled") then error(err, 0) end
       return text_result("Could not start the sandbox: " .. tostring(type(err) == "table" and err.message or err), true)
     end
   end
@@ -109,7 +108,7 @@ function Session:call(params)
   local cctx = setmetatable({ tool_name = t.name, retry = 0 }, { __index = self.ctx })
   local ok, status, content = pcall(tool.call, t, cctx, args)
   if not ok then
-    if lash().is_error(status, "cancelled") then error(status, 0) end
+    if runtime.is_error(status, "cancelled") then error(status, 0) end
     return text_result(type(status) == "table" and tostring(status.message) or tostring(status), true)
   end
   if status == "retry" then return text_result(content, true) end
@@ -125,7 +124,7 @@ function Session:handle(method, params)
     return {
       protocolVersion = v,
       capabilities = { tools = { listChanged = false } },
-      serverInfo = { name = self.opts.name or "lash", title = "lash sandbox", version = lash().version },
+      serverInfo = { name = self.opts.name or "lash", title = "lash sandbox", version = runtime.version },
       instructions = instructions(self),
     }
   elseif method == "ping" then

@@ -11,9 +11,7 @@ local json = require "lash.json"
 
 local M = {}
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
 
 -- What a server gets of lash's environment unless `env` says more: what
 -- a program needs to run, not the user's secrets (the official SDKs pass
@@ -55,11 +53,11 @@ function M.spawn(o)
     local env = {}
     for _, k in ipairs(INHERITED) do env[k] = os.getenv(k) end
     for k, v in pairs(o.env or {}) do env[k] = v end
-    p = lash().proc.spawn { argv = argv, env = env, cwd = o.cwd, stderr = "pipe" }
+    p = runtime.proc.spawn { argv = argv, env = env, cwd = o.cwd, stderr = "pipe" }
   end
   local self = setmetatable({ p = p, name = o.name or o.command, buf = "", lines = {}, stderr = {},
                               closed = false }, Proc)
-  self.err_task = lash().spawn(function()
+  self.err_task = runtime.spawn(function()
     local ebuf = ""
     while true do
       local ok, chunk = pcall(p.read, p, "stderr")
@@ -68,7 +66,7 @@ function M.spawn(o)
       ls, ebuf = lines_of(ebuf, chunk)
       if #ebuf > 65536 then ebuf = ebuf:sub(-65536) end
       for _, l in ipairs(ls) do
-        lash().log("info", "mcp " .. self.name .. ": " .. l)
+        runtime.log("info", "mcp " .. self.name .. ": " .. l)
         local s = self.stderr
         s[#s + 1] = l
         if #s > STDERR_KEEP then table.remove(s, 1) end
@@ -79,10 +77,10 @@ function M.spawn(o)
 end
 
 function Proc:send(msg)
-  if self.closed then error(lash().error("mcp", "the stdio transport is closed", { code = "closed" }), 0) end
+  if self.closed then error(runtime.error("mcp", "the stdio transport is closed", { code = "closed" }), 0) end
   local ok, err = self.p:write(json.encode(msg) .. "\n")
   if not ok then
-    error(lash().error("mcp", "cannot write to MCP server '" .. self.name .. "': " .. tostring(err)
+    error(runtime.error("mcp", "cannot write to MCP server '" .. self.name .. "': " .. tostring(err)
       .. (self:describe_exit() and (" (" .. self:describe_exit() .. ")") or ""), { code = "closed" }), 0)
   end
 end
@@ -95,20 +93,20 @@ function Proc:receive()
         local msg, err = json.try_decode(line)
         if msg ~= nil then return msg end
         -- a server that prints to stdout breaks the protocol; say so, go on
-        lash().log("warn", "mcp " .. self.name .. ": ignoring a line on stdout that is not JSON ("
+        runtime.log("warn", "mcp " .. self.name .. ": ignoring a line on stdout that is not JSON ("
           .. tostring(err) .. "): " .. line:sub(1, 200))
       end
     else
       local chunk, rerr = self.p:read()
       if chunk == nil then
-        if rerr then lash().log("warn", "mcp " .. self.name .. ": " .. tostring(rerr)) end
+        if rerr then runtime.log("warn", "mcp " .. self.name .. ": " .. tostring(rerr)) end
         return nil
       end
       local ls
       ls, self.buf = lines_of(self.buf, chunk)
       for _, l in ipairs(ls) do self.lines[#self.lines + 1] = l end
       if #self.buf > MAX_LINE then
-        error(lash().error("mcp", "MCP server '" .. self.name .. "' sent a line over "
+        error(runtime.error("mcp", "MCP server '" .. self.name .. "' sent a line over "
           .. MAX_LINE .. " bytes"), 0)
       end
     end
@@ -119,7 +117,7 @@ end
 function Proc:describe_exit()
   local p = self.p
   -- stdout closes a moment before the exit is reaped: give it that moment
-  local L = lash()
+  local L = runtime
   local deadline = L.now() + 1
   while p:running() and L.now() < deadline do
     if not pcall(L.sleep, 0.01) then break end
@@ -139,7 +137,7 @@ end
 function Proc:close()
   if self.closed then return end
   self.closed = true
-  local L = lash()
+  local L = runtime
   local p = self.p
   pcall(p.close_stdin, p)
   local function wait_for(seconds)
@@ -169,7 +167,7 @@ Self.__index = Self
 function M.stdio_self()
   -- `cat` relays our stdin to a pipe the loop can wait on; we write
   -- stdout directly (blocking writes are fine: the host reads them).
-  local p = lash().proc.spawn { argv = { "cat" }, stderr = "inherit", stdin = "inherit" }
+  local p = runtime.proc.spawn { argv = { "cat" }, stderr = "inherit", stdin = "inherit" }
   return setmetatable({ p = p, buf = "", lines = {}, closed = false, name = "stdin" }, Self)
 end
 

@@ -28,8 +28,9 @@
 -- max_retries (2), retry_delay, max_retry_delay, cache (true), headers.
 -- model_settings: see SETTINGS; anything else goes in extra_body.
 -- @module lash.models.anthropic
+local runtime = require "lash.runtime"
 local json = require "lash.json"
-local models = require "lash.models"
+local models = require "lash.models.provider"
 
 local M = {}
 
@@ -165,7 +166,7 @@ local function wire_tools_cached(defs) return wire_tools(defs, true) end
 local function wire_tools_plain(defs) return wire_tools(defs, false) end
 
 local function bad_setting(msg)
-  error(require("lash").error("config", "anthropic: " .. msg), 0)
+  error(runtime.error("config", "anthropic: " .. msg), 0)
 end
 
 -- thinking = {budget_tokens = N} | "adaptive" | {type = "adaptive"|"enabled"|"disabled", ...}
@@ -253,8 +254,7 @@ end
 M.map_usage = map_usage
 
 local function bad_response(self, what)
-  return require("lash").error("provider", "anthropic: unexpected response from " .. self.url .. ": " .. what,
-                               { provider = "anthropic" })
+  return models.unexpected("anthropic", self.url, what)
 end
 
 --- Parse a non-streamed response body (exported for tests).
@@ -343,7 +343,7 @@ local function new_stream(self, on_text, on_thinking)
     elseif t == "error" then
       local e = data.error or {}
       local status = models.stream_error_status(e)
-      error(require("lash").error("provider", "anthropic: error event in the response stream: "
+      error(runtime.error("provider", "anthropic: error event in the response stream: "
         .. tostring(e.type) .. ": " .. tostring(e.message),
         { provider = "anthropic", status = status, error_type = e.type }), 0)
     end

@@ -16,7 +16,8 @@
 -- reaches the tool as malformed arguments, as a real model's would).
 -- Without `usage`, tokens are estimated from word counts.
 -- @module lash.models.func
-local models = require "lash.models"
+local runtime = require "lash.runtime"
+local models = require "lash.models.provider"
 
 local M = {}
 
@@ -53,7 +54,7 @@ function M.script(responses)
 end
 
 local function bad(msg)
-  error(require("lash").error("model", "function model: " .. msg), 0)
+  error(runtime.error("model", "function model: " .. msg), 0)
 end
 
 local function tool_call_part(c, i, step)

@@ -25,8 +25,9 @@
 -- api.openai.com and as `max_tokens` elsewhere. model_settings: see
 -- SETTINGS; anything else goes in extra_body.
 -- @module lash.models.openai
+local runtime = require "lash.runtime"
 local json = require "lash.json"
-local models = require "lash.models"
+local models = require "lash.models.provider"
 local mparts = require "lash.models.parts"
 
 local M = {}
@@ -45,16 +46,39 @@ local OPTIONS = { api_key = true, base_url = true, timeout = true, max_retries =
 function M.new(name, opts)
   opts = opts or {}
   models.check_options("openai", opts, OPTIONS, name, "gpt-4.1")
+  local url, key, official = M.endpoint(opts, "openai", name, "/chat/completions")
+  return setmetatable({
+    name = "openai:" .. name, model_id = name, key = key, official = official, url = url, opts = opts,
+  }, Model)
+end
+
+--- Where an OpenAI API request goes and with which key (the Chat
+-- Completions and Responses adapters alike): base_url, else
+-- $OPENAI_BASE_URL, else the official API, which needs a key; another
+-- endpoint takes one if there is one.
+-- @tparam table opts the model's options
+-- @tparam string provider for messages ("openai", "openai-responses")
+-- @tparam string name the model id
+-- @tparam string path the endpoint under the base URL
+-- @treturn string url
+-- @treturn string|nil key
+-- @treturn boolean official
+function M.endpoint(opts, provider, name, path)
   local base = opts.base_url or os.getenv("OPENAI_BASE_URL")
   if base == nil or base == "" then base = M.DEFAULT_BASE_URL end
   local official = base:find("^https://api%.openai%.com") ~= nil
   local key = opts.api_key or os.getenv("OPENAI_API_KEY")
   if key == "" then key = nil end
-  if official then key = models.api_key(opts, "OPENAI_API_KEY", "openai", name) end
-  return setmetatable({
-    name = "openai:" .. name, model_id = name, key = key, official = official,
-    url = models.join_url(base, "/chat/completions"), opts = opts,
-  }, Model)
+  if official then key = models.api_key(opts, "OPENAI_API_KEY", provider, name) end
+  return models.join_url(base, path), key, official
+end
+
+--- The headers of an OpenAI API request.
+-- @tparam string|nil key the API key (sent as a bearer token)
+function M.headers(key)
+  local headers = { ["content-type"] = "application/json" }
+  if key then headers["authorization"] = "Bearer " .. key end
+  return headers
 end
 
 --- The model_settings this provider takes.
@@ -198,22 +222,13 @@ end
 local FINISH = { stop = "stop", tool_calls = "tool_calls", function_call = "tool_calls", length = "length",
                  content_filter = "content_filter" }
 
-local function num(x) return type(x) == "number" and x or 0 end
-
 local function map_usage(u)
-  if type(u) ~= "table" then return models.usage() end
-  local details = type(u.prompt_tokens_details) == "table" and u.prompt_tokens_details or {}
-  local out_details = type(u.completion_tokens_details) == "table" and u.completion_tokens_details or {}
-  local reasoning = num(out_details.reasoning_tokens)
-  return { input_tokens = num(u.prompt_tokens), output_tokens = num(u.completion_tokens),
-           cache_read_tokens = num(details.cached_tokens), cache_write_tokens = 0,
-           reasoning_tokens = reasoning > 0 and reasoning or nil }
+  return models.openai_usage(u, "prompt", "completion")
 end
 M.map_usage = map_usage
 
 local function bad_response(self, what)
-  return require("lash").error("provider", "openai: unexpected response from " .. self.url .. ": " .. what,
-                               { provider = "openai" })
+  return models.unexpected("openai", self.url, what)
 end
 
 local function call_part(id, name, arguments, index)
@@ -231,7 +246,7 @@ function Model:parse(body)
   local v, err = json.try_decode(body)
   if type(v) ~= "table" then error(bad_response(self, err or "not a JSON object"), 0) end
   if type(v.error) == "table" then
-    error(require("lash").error("provider", "openai: error in the response from " .. self.url .. ": "
+    error(runtime.error("provider", "openai: error in the response from " .. self.url .. ": "
       .. models.describe_body(body), { provider = "openai" }), 0)
   end
   local choice = type(v.choices) == "table" and v.choices[1]
@@ -277,7 +292,7 @@ local function new_stream(self, on_text, on_thinking)
     if type(v) ~= "table" then error(bad_response(self, "stream chunk is not JSON: " .. tostring(err)), 0) end
     if type(v.error) == "table" then
       local status = models.stream_error_status(v.error)
-      error(require("lash").error("provider", "openai: error in the response stream: " .. models.describe_body(d),
+      error(runtime.error("provider", "openai: error in the response stream: " .. models.describe_body(d),
                                   { provider = "openai", status = status, error_type = v.error.type or v.error.code,
                                     retryable = status and models.retryable_status(status) or false }), 0)
     end
@@ -338,9 +353,7 @@ end
 
 --- @see lash.models
 function Model:request(req)
-  local headers = { ["content-type"] = "application/json" }
-  if self.key then headers["authorization"] = "Bearer " .. self.key end
-  return models.send(self, req, "openai", headers, new_stream)
+  return models.send(self, req, "openai", M.headers(self.key), new_stream)
 end
 
 return M

@@ -30,8 +30,9 @@
 -- `reasoning_summary` as `reasoning = {effort, summary}`); anything else
 -- goes in extra_body.
 -- @module lash.models.openai_responses
+local runtime = require "lash.runtime"
 local json = require "lash.json"
-local models = require "lash.models"
+local models = require "lash.models.provider"
 local mparts = require "lash.models.parts"
 local openai = require "lash.models.openai"
 
@@ -56,15 +57,9 @@ local PASS = { "max_output_tokens", "temperature", "top_p", "parallel_tool_calls
 function M.new(name, opts)
   opts = opts or {}
   models.check_options("openai-responses", opts, OPTIONS, name, "gpt-5")
-  local base = opts.base_url or os.getenv("OPENAI_BASE_URL")
-  if base == nil or base == "" then base = openai.DEFAULT_BASE_URL end
-  local official = base:find("^https://api%.openai%.com") ~= nil
-  local key = opts.api_key or os.getenv("OPENAI_API_KEY")
-  if key == "" then key = nil end
-  if official then key = models.api_key(opts, "OPENAI_API_KEY", "openai-responses", name) end
+  local url, key = openai.endpoint(opts, "openai-responses", name, "/responses")
   return setmetatable({
-    name = "openai-responses:" .. name, model_id = name, key = key,
-    url = models.join_url(base, "/responses"), opts = opts,
+    name = "openai-responses:" .. name, model_id = name, key = key, url = url, opts = opts,
   }, Model)
 end
 
@@ -150,28 +145,19 @@ function Model:body(req, stream)
   return models.apply_extra_body(body, settings)
 end
 
-local function num(x) return type(x) == "number" and x or 0 end
-
 local function map_usage(u)
-  if type(u) ~= "table" then return models.usage() end
-  local inp = type(u.input_tokens_details) == "table" and u.input_tokens_details or {}
-  local outd = type(u.output_tokens_details) == "table" and u.output_tokens_details or {}
-  local reasoning = num(outd.reasoning_tokens)
-  return { input_tokens = num(u.input_tokens), output_tokens = num(u.output_tokens),
-           cache_read_tokens = num(inp.cached_tokens), cache_write_tokens = 0,
-           reasoning_tokens = reasoning > 0 and reasoning or nil }
+  return models.openai_usage(u, "input", "output")
 end
 M.map_usage = map_usage
 
 local function bad_response(self, what)
-  return require("lash").error("provider", "openai-responses: unexpected response from " .. self.url .. ": " .. what,
-                               { provider = "openai-responses" })
+  return models.unexpected("openai-responses", self.url, what)
 end
 
 local function failure(self, e, where)
   e = type(e) == "table" and e or {}
   local status = models.stream_error_status(e)
-  return require("lash").error("provider", "openai-responses: " .. where .. ": " .. tostring(e.code or e.type)
+  return runtime.error("provider", "openai-responses: " .. where .. ": " .. tostring(e.code or e.type)
     .. ": " .. tostring(e.message), { provider = "openai-responses", status = status, error_type = e.code or e.type,
                                        retryable = status and models.retryable_status(status) or false })
 end
@@ -286,9 +272,7 @@ end
 
 --- @see lash.models
 function Model:request(req)
-  local headers = { ["content-type"] = "application/json" }
-  if self.key then headers["authorization"] = "Bearer " .. self.key end
-  return models.send(self, req, "openai-responses", headers, new_stream)
+  return models.send(self, req, "openai-responses", openai.headers(self.key), new_stream)
 end
 
 return M

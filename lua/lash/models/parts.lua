@@ -9,6 +9,7 @@
 -- Limits follow the providers' documented ones: an image at most 5 MiB,
 -- a PDF at most 32 MiB, a text document at most 8 MiB.
 -- @module lash.models.parts
+local runtime = require "lash.runtime"
 local M = {}
 
 M.IMAGE_MAX = 5 * 1024 * 1024
@@ -18,7 +19,7 @@ M.TEXT_MAX = 8 * 1024 * 1024
 local IMAGE_TYPES = { ["image/png"] = true, ["image/jpeg"] = true, ["image/gif"] = true, ["image/webp"] = true }
 
 local function config_error(msg)
-  return require("lash").error("config", msg)
+  return runtime.error("config", msg)
 end
 
 local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"

@@ -12,7 +12,7 @@
 -- on, so they validate against the schema.
 -- @module lash.models.test
 local json = require "lash.json"
-local models = require "lash.models"
+local models = require "lash.models.provider"
 
 local M = {}
 

@@ -3,7 +3,7 @@
 -- while waiting on the model or a slow tool (TTY only), and a final usage
 -- line. Colour only on a TTY and never when NO_COLOR is set. With `json`,
 -- every event is printed as one JSON line instead.
--- @module lash.render
+-- @module lash.cli.printer
 local json = require "lash.json"
 
 local M = {}
@@ -11,13 +11,11 @@ local M = {}
 local Printer = {}
 Printer.__index = Printer
 
-local function lash()
-  return require "lash"
-end
+local runtime = require "lash.runtime"
 
 --- Is file descriptor `fd` (default 1) a terminal?
 function M.is_tty(fd)
-  return lash().sys.isatty(fd or 1)
+  return runtime.sys.isatty(fd or 1)
 end
 
 --- Should output be coloured? Only on a TTY, never with NO_COLOR set.
@@ -74,9 +72,9 @@ end
 -- The spinner: a task redrawing "⠋ label 1.2s" every 100 ms while waiting.
 function Printer:spin(label)
   self.spin_label = label
-  self.spin_since = lash().now()
+  self.spin_since = runtime.now()
   if not self.tty or self.spinner then return end
-  local L = lash()
+  local L = runtime
   self.spinner = L.spawn(function()
     local i = 0
     while true do
@@ -175,7 +173,7 @@ end
 local handlers = {}
 
 function handlers.run_start(self, ev)
-  self.started = lash().now()
+  self.started = runtime.now()
   self:line(self:paint("dim", "● " .. tostring(ev.agent) .. " · " .. tostring(ev.model)))
 end
 
@@ -268,7 +266,7 @@ function handlers.run_end(self, ev)
     -- not streamed: the answer arrives whole
     self:text(self.tty and visible(ev.output) or ev.output)
   end
-  local elapsed = self.started and (lash().now() - self.started) or nil
+  local elapsed = self.started and (runtime.now() - self.started) or nil
   if ev.stop_reason == "approval_required" then
     self:line(self:paint("yellow", "■ stopped: tool calls need approval"))
     for _, p in ipairs(ev.pending or {}) do
