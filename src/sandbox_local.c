@@ -290,6 +290,29 @@ static void raise_expired(lua_State *L, const meta *m) {
                      "sandboxes)", m->id, when, m->timeout);
 }
 
+/* A default disk quota that could not be made: say so once per sandbox
+** and process. */
+static void disk_fallback_warn(lua_State *L, const char *id, const char *box,
+                               const char *why) {
+  lua_getfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.disk_warned");
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.disk_warned");
+  }
+  if (lua_getfield(L, -1, id) == LUA_TNIL)
+    lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "sandbox %s has no "
+                     "disk quota: %s; its workspace and /tmp share the "
+                     "filesystem of %s (each file stays under "
+                     "limits.file_size), so it can fill that filesystem",
+                     id, why, box);
+  lua_pop(L, 1);
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, id);
+  lua_pop(L, 1);
+}
+
 /* Open id (shared lock), load and parse its metadata, refuse it expired.
 ** Pushes box (to-be-closed) and the meta table. */
 static void load(lua_State *L, int cfg, const char *id, char *root,
@@ -300,13 +323,16 @@ static void load(lua_State *L, int cfg, const char *id, char *root,
   meta_parse(L, -1, id, m);
   if (wall_now() >= m->expires_at) raise_expired(L, m);
   {
-    /* a disk quota's filesystem a reboot unmounted: back first */
+    /* its disk quota: made at the first use, mounted again after a reboot */
     char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
     int rc;
     snprintf(bp, sizeof bp, "%s/%s", root, id);
-    if ((rc = lsb_disk_ensure((*box)->dirfd, bp, why, sizeof why)) != 0)
+    rc = lsb_disk_ensure((*box)->dirfd, bp, m->limits.disk, m->uid, m->gid,
+                         why, sizeof why);
+    if (rc < 0)
       lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "io", "sandbox '%s': %s", id,
                          why);
+    if (rc > 0) disk_fallback_warn(L, id, bp, why);
   }
 }
 
@@ -670,6 +696,46 @@ static int create_cgroup(lua_State *L, const char *id, const char *path,
   return 0;
 }
 
+/* limits.disk = false (`--limit disk=off`): no quota, not even the default */
+static int disk_opted_out(lua_State *L, int spec) {
+  int off = 0;
+  if (lua_getfield(L, spec, "limits") == LUA_TTABLE) {
+    lua_getfield(L, -1, "disk");
+    off = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return off;
+}
+
+/* The default disk quota (stored in the limits table at t), or 0 with one
+** warning per process where none can be made here. */
+static uint64_t default_disk(lua_State *L, const char *root, int t) {
+  char why[512];
+  uint64_t bytes;
+  t = lua_absindex(L, t);
+  if (!lsb_disk_usable(why, sizeof why)) {
+    lua_getfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.no_disk_warned");
+    if (!lua_toboolean(L, -1)) {
+      lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
+                       "local sandboxes get no disk quota here: %s. Their "
+                       "workspace and /tmp share the filesystem of %s, each "
+                       "file under limits.file_size, so one sandbox can fill "
+                       "it; run lash as root with loop devices and "
+                       "mkfs.ext4 for a quota per sandbox (--limit disk=off "
+                       "silences this)", why, root);
+      lua_pushboolean(L, 1);
+      lua_setfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.no_disk_warned");
+    }
+    lua_pop(L, 1);
+    return 0;
+  }
+  bytes = lsb_disk_default(root);
+  lua_pushinteger(L, (lua_Integer)bytes);
+  lua_setfield(L, t, "disk");
+  return bytes;
+}
+
 static int local_create(lua_State *L) {
   char root[LSB_PATH_MAX], id[LSB_ID_LEN + 1], where[2 * LSB_PATH_MAX];
   char rootfs[LSB_PATH_MAX], ws_host[2 * LSB_PATH_MAX];
@@ -833,8 +899,10 @@ static int local_create(lua_State *L) {
   lua_getfield(L, -1, "disk");
   disk = (uint64_t)lua_tointeger(L, -1);
   lua_pop(L, 1);
+  if (!explicit[LIMIT_DISK] && !disk_opted_out(L, spec))
+    disk = default_disk(L, root, -1);
   lua_setfield(L, meta_idx, "limits");
-  if (disk && !lsb_disk_usable(where, sizeof where))
+  if (disk && explicit[LIMIT_DISK] && !lsb_disk_usable(where, sizeof where))
     lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported", "limits.disk needs a "
                        "filesystem of the sandbox's own, and lash cannot make "
                        "one here: %s. Run lash as root on a machine with loop "
@@ -936,8 +1004,10 @@ static int local_create(lua_State *L) {
       (fchownat(b->dirfd, "workspace", uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
        fchownat(b->dirfd, "tmp", uid, gid, AT_SYMLINK_NOFOLLOW) != 0))
     rc = -errno;
-  if (!rc && disk) {
-    /* the disk quota: workspace and tmp in a filesystem of that size */
+  if (!rc && disk && (explicit[LIMIT_DISK] || from)) {
+    /* the disk quota: workspace and tmp in a filesystem of that size; the
+    ** default one waits for the first use (lsb_disk_ensure), unless a
+    ** snapshot is about to fill the workspace */
     char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
     snprintf(bp, sizeof bp, "%s/%s", root, id);
     why[0] = '\0';
@@ -2498,7 +2568,9 @@ static int local_gc(lua_State *L) {
           wall_now() - (double)st.st_mtime > 3600) {
         char mp[2 * LSB_PATH_MAX + 16];
         snprintf(mp, sizeof mp, "%s/meta.json", path);
-        if (access(mp, F_OK) != 0 && lsb_rmtree_at(AT_FDCWD, path) == 0) {
+        /* its quota's mounts first: rmtree stays on one filesystem */
+        if (access(mp, F_OK) != 0 && (lsb_disk_release(path), 1) &&
+            lsb_rmtree_at(AT_FDCWD, path) == 0) {
           lua_pushstring(L, name);
           lua_rawseti(L, out, ++n);
         }
