@@ -806,7 +806,9 @@ describe("the main job: examples/sandbox_coder.lua", function()
     local left = lash.sandbox.list { state_root = root }
     os.execute("rm -rf '" .. root .. "'")
     assert.equal(0, code, err)
-    assert.equal("", err)
+    -- where no disk quota can be made (a container without loop devices)
+    -- lash says so once; nothing else may be on stderr
+    assert.equal("", (err:gsub("lash: warning: local sandboxes get no disk quota here:[^\n]*\n", "")))
     assert.same({}, left)
     local lines = {}
     for l in (out .. "\n"):gmatch("(.-)\n") do

@@ -63,7 +63,14 @@ static int path_in(char *out, size_t sz, const char *box, const char *name) {
 uint64_t lsb_disk_default(const char *root) {
   struct statvfs sv;
   uint64_t b = DEFAULT_BYTES, quarter;
-  if (statvfs(root, &sv) == 0) {
+  char dir[LSB_PATH_MAX], *slash;
+  int rc;
+  /* the state root may not exist yet: its nearest existing ancestor */
+  snprintf(dir, sizeof dir, "%s", root);
+  while ((rc = statvfs(dir, &sv)) != 0 && (slash = strrchr(dir, '/')) != NULL && slash != dir)
+    *slash = '\0';
+  if (rc != 0) rc = statvfs("/", &sv);
+  if (rc == 0) {
     quarter = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize / 4;
     if (quarter < b) b = quarter;
   }
@@ -358,6 +365,50 @@ int lsb_disk_ensure(int boxfd, const char *box, uint64_t bytes, uid_t uid,
     return -EPERM;
   }
   return mount_all(box, 1, why, whysz);
+}
+
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s) {
+  char *o = s;
+  for (; *s; s++) {
+    if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+        s[3] >= '0' && s[3] <= '7') {
+      *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+      s += 3;
+    } else {
+      *o++ = *s;
+    }
+  }
+  *o = '\0';
+}
+
+int lsb_disk_sweep(void) {
+  FILE *f;
+  char line[3 * LSB_PATH_MAX], mp[2 * LSB_PATH_MAX], box[2 * LSB_PATH_MAX];
+  int n = 0;
+  if (geteuid() != 0 || (f = fopen("/proc/self/mountinfo", "re")) == NULL) return 0;
+  while (fgets(line, sizeof line, f)) {
+    char *sep = strstr(line, " - "), *slash, *leaf, *id;
+    char fmt[32];
+    struct stat st;
+    if (!sep || strncmp(sep + 3, "ext4 ", 5) != 0) continue;
+    snprintf(fmt, sizeof fmt, "%%*s %%*s %%*s %%*s %%%ds", (int)sizeof mp - 1);
+    if (sscanf(line, fmt, mp) != 1) continue;
+    unescape(mp);
+    /* <root>/<id>/{disk,workspace,tmp} */
+    if (!(slash = strrchr(mp, '/'))) continue;
+    leaf = slash + 1;
+    if (strcmp(leaf, "disk") && strcmp(leaf, "workspace") && strcmp(leaf, "tmp")) continue;
+    snprintf(box, sizeof box, "%.*s", (int)(slash - mp), mp);
+    id = strrchr(box, '/');
+    if (!id || !lsb_id_valid(id + 1)) continue;
+    /* a live box has its metadata or (while being made) its image */
+    if (path_in(line, sizeof line, box, "meta.json") == 0 && stat(line, &st) == 0) continue;
+    if (path_in(line, sizeof line, box, IMG) == 0 && stat(line, &st) == 0) continue;
+    if (umount2(mp, MNT_DETACH | UMOUNT_NOFOLLOW) == 0) n++;
+  }
+  fclose(f);
+  return n;
 }
 
 void lsb_disk_release(const char *box) {

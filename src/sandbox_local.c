@@ -290,27 +290,29 @@ static void raise_expired(lua_State *L, const meta *m) {
                      "sandboxes)", m->id, when, m->timeout);
 }
 
+/* 1 the first time key is asked for in this state (a warning said once per
+** process), 0 after. */
+static int first_time(lua_State *L, const char *key) {
+  int seen = lua_getfield(L, LUA_REGISTRYINDEX, key) != LUA_TNIL;
+  lua_pop(L, 1);
+  if (seen) return 0;
+  lua_pushboolean(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, key);
+  return 1;
+}
+
 /* A default disk quota that could not be made: say so once per sandbox
 ** and process. */
 static void disk_fallback_warn(lua_State *L, const char *id, const char *box,
                                const char *why) {
-  lua_getfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.disk_warned");
-  if (!lua_istable(L, -1)) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.disk_warned");
-  }
-  if (lua_getfield(L, -1, id) == LUA_TNIL)
+  char key[64 + LSB_ID_LEN];
+  snprintf(key, sizeof key, "lash.sandbox.local.disk_warned.%s", id);
+  if (first_time(L, key))
     lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "sandbox %s has no "
                      "disk quota: %s; its workspace and /tmp share the "
                      "filesystem of %s (each file stays under "
                      "limits.file_size), so it can fill that filesystem",
                      id, why, box);
-  lua_pop(L, 1);
-  lua_pushboolean(L, 1);
-  lua_setfield(L, -2, id);
-  lua_pop(L, 1);
 }
 
 /* Open id (shared lock), load and parse its metadata, refuse it expired.
@@ -682,17 +684,12 @@ static int create_cgroup(lua_State *L, const char *id, const char *path,
   }
   lua_pushstring(L, "none");
   lua_setfield(L, meta_idx, "cgroup");
-  lua_getfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.cgroup_warned");
-  if (!lua_toboolean(L, -1)) {
+  if (first_time(L, "lash.sandbox.local.cgroup_warned"))
     lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
                      "local sandboxes get no cgroup of their own (%s): their "
                      "memory is bounded only per process (limits.address_space)"
                      " and their processes by the per-uid count "
                      "(limits.processes)", reason);
-    lua_pushboolean(L, 1);
-    lua_setfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.cgroup_warned");
-  }
-  lua_pop(L, 1);
   return 0;
 }
 
@@ -715,8 +712,7 @@ static uint64_t default_disk(lua_State *L, const char *root, int t) {
   uint64_t bytes;
   t = lua_absindex(L, t);
   if (!lsb_disk_usable(why, sizeof why)) {
-    lua_getfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.no_disk_warned");
-    if (!lua_toboolean(L, -1)) {
+    if (first_time(L, "lash.sandbox.local.no_disk_warned"))
       lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
                        "local sandboxes get no disk quota here: %s. Their "
                        "workspace and /tmp share the filesystem of %s, each "
@@ -724,10 +720,6 @@ static uint64_t default_disk(lua_State *L, const char *root, int t) {
                        "it; run lash as root with loop devices and "
                        "mkfs.ext4 for a quota per sandbox (--limit disk=off "
                        "silences this)", why, root);
-      lua_pushboolean(L, 1);
-      lua_setfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.no_disk_warned");
-    }
-    lua_pop(L, 1);
     return 0;
   }
   bytes = lsb_disk_default(root);
@@ -911,6 +903,9 @@ static int local_create(lua_State *L) {
                        "stays under limits.file_size)", where);
   lua_getfield(L, spec, "tags");
   lua_setfield(L, meta_idx, "tags");
+  /* quota mounts of sandboxes deleted by hand hold loop devices: free them
+  ** before taking one more (as the cgroups of such sandboxes are swept) */
+  if (disk) lsb_disk_sweep();
   /* create the state root; the jail's uid must be able to reach it */
   if ((rc = lsb_mkdirs(root, 0711)) != 0)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create the state root "
@@ -2520,6 +2515,7 @@ static int local_gc(lua_State *L) {
   lua_Integer i, k = 0;
   luaL_checktype(L, 1, LUA_TTABLE);
   find_root(L, 1, root, sizeof root);   /* gc does all that reclaim would */
+  lsb_disk_sweep();                     /* and frees orphaned quota mounts */
   lua_newtable(L);
   out = lua_gettop(L);
   lua_newtable(L);

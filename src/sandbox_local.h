@@ -416,6 +416,10 @@ uint64_t lsb_disk_default(const char *root);
 ** -errno with *why. */
 int  lsb_disk_ensure(int boxfd, const char *box, uint64_t bytes, uid_t uid,
                      gid_t gid, char *why, size_t whysz);
+/* As root: unmount the quota filesystems of boxes removed without a
+** destroy (a state root deleted by hand: no meta.json, no image left), so
+** their loop devices go back. Returns how many mounts it undid. */
+int  lsb_disk_sweep(void);
 /* Unmount (lazily) the box's quota filesystem and its binds. */
 void lsb_disk_release(const char *box);
 

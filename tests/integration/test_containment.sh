@@ -333,6 +333,17 @@ if lash_disk_ok=$(sb create --timeout 60 --limit disk=$((16 * 1024 * 1024)) 2>/d
   sb gc >/dev/null 2>&1
   check "gc of an expired sandbox gives its loop device back (before: $m_loops, after: $(loops "$M"))" \
     test "$m_loops" = 1 -a "$(loops "$M")" = 0 -a "$(mounts "$M")" = 0 -a ! -e "$LASH_SANDBOX_ROOT/$M"
+  # a sandbox deleted by hand (rm -rf of its directory or its state root:
+  # the mount points stay, its metadata and image go): the next create
+  # frees its mounts, and with them the loop device
+  X=$(sb create --timeout 600); sb exec "$X" -- true >/dev/null 2>&1
+  x_loops=$(loops "$X")
+  rm -rf "$LASH_SANDBOX_ROOT/$X" 2>/dev/null
+  Y=$(sb create --timeout 60)
+  for _ in $(seq 50); do [ "$(loops "$X")" = 0 ] && break; sleep 0.1; done
+  check "a sandbox removed by hand gives its loop device back at the next create (before: $x_loops, after: $(loops "$X"), $(mounts "$X") mounts)" \
+    test "$x_loops" = 1 -a "$(loops "$X")" = 0 -a "$(mounts "$X")" = 0
+  sb destroy "$Y"; rm -rf "$LASH_SANDBOX_ROOT/$X"
 else
   check "without root or loop devices, a sandbox is made with one warning naming what is missing ($(head -c 200 "$work/gwarn"))" \
     sh -c "test -n '$G' && grep -q 'get no disk quota here' '$work/gwarn' && grep -q 'share the filesystem' '$work/gwarn'"
