@@ -64,3 +64,33 @@ head -c $G /dev/zero | cat > /dev/null
 t1=$(date +%s.%N)
 row "sandbox: 1 GiB through head piped to cat into /dev/null (baseline)" \
     "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" "s" "the same bytes without a jail or lash"
+
+# (3) a sandbox's whole life (create, first command, destroy) with the
+# default disk quota (made at the first command: mkfs.ext4, loop device,
+# mount; given back at destroy) and with --limit disk=off, interleaved
+D=${LASH_BENCH_SANDBOX_LIVES:-10}
+life() {
+  local s e id
+  s=$(date +%s%N)
+  id=$(LASH_SANDBOX_ROOT=$tmp/state "$LASH_BIN" sandbox create --timeout 600 "$@" 2>/dev/null) || return 1
+  LASH_SANDBOX_ROOT=$tmp/state "$LASH_BIN" sandbox exec "$id" -- true || return 1
+  LASH_SANDBOX_ROOT=$tmp/state "$LASH_BIN" sandbox destroy "$id" || return 1
+  e=$(date +%s%N)
+  awk -v n=$((e - s)) 'BEGIN { printf "%.1f", n / 1e6 }'
+}
+on=(); off=(); quota=""
+for _ in $(seq "$D"); do
+  on+=("$(life)") || exit 1
+  off+=("$(life --limit disk=off)") || exit 1
+done
+id=$(LASH_SANDBOX_ROOT=$tmp/state "$LASH_BIN" sandbox create --timeout 60 2>/dev/null)
+grep -q '"disk": *[1-9]' "$tmp/state/$id/meta.json" && quota=yes
+LASH_SANDBOX_ROOT=$tmp/state "$LASH_BIN" sandbox destroy "$id"
+omed=$(median "${on[@]}"); fmed=$(median "${off[@]}")
+if [ -n "$quota" ]; then
+  row "sandbox: a life (create, exec true, destroy), default disk quota (median, $D)" "$omed" "ms" "three lash processes; the quota made at the first command"
+else
+  row "sandbox: a life (create, exec true, destroy), default (no quota here) (median, $D)" "$omed" "ms" "lash cannot make a disk quota here"
+fi
+row "sandbox: a life, --limit disk=off (median, $D)" "$fmed" "ms" "no quota"
+row "sandbox: a life, default quota - disk=off" "$(awk -v a="$omed" -v b="$fmed" 'BEGIN { printf "%+.1f", a - b }')" "ms" "what the quota costs a sandbox, once"

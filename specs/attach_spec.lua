@@ -81,10 +81,10 @@ describe("construction refusals", function()
     for _, o in ipairs { { image = "x" }, { workdir = "/w" }, { env = {} }, { network = "off" } } do
       local k = next(o)
       o.backend, o.attach_to = f.name, "sb"
-      assert.equal(k .. " only apply when creating a sandbox, but `attach_to` attaches to one an earlier step "
+      assert.equal(k .. " applies only when creating a sandbox, but `attach_to` attaches to one an earlier step "
         .. "created (that step chose them). Remove them, or drop `attach_to` to create a sandbox.", refused(o))
     end
-    assert.equal("sandbox_timeout only apply when creating a sandbox, but `attach_to` attaches to one an earlier "
+    assert.equal("sandbox_timeout applies only when creating a sandbox, but `attach_to` attaches to one an earlier "
       .. "step created (that step chose them). Remove them, or drop `attach_to` to create a sandbox. To raise the "
       .. "per-command timeout ceiling on a reused sandbox, set `max_command_timeout`.",
       refused { backend = f.name, attach_to = "sb", sandbox_timeout = 600 })
@@ -620,7 +620,7 @@ describe("attaching a whole agent (lash run --attach)", function()
     assert.matches("ambiguous", err, 1, true)
     _, err = agents.attach_agent(lash.agent { model = "test", capabilities = {
       lash.sandbox_capability { backend = f.name, sandbox_timeout = 900 } } }, "sb", "me")
-    assert.matches("sandbox_timeout only apply when creating a sandbox, but `attach_to` attaches", err, 1, true)
+    assert.matches("sandbox_timeout applies only when creating a sandbox, but `attach_to` attaches", err, 1, true)
   end)
 end)
 

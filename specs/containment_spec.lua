@@ -382,6 +382,65 @@ describe("the run-time budgets of an untrusted spec's functions", function()
     assert.is_false(b.active())
   end)
 
+  -- A function the spec puts into an object after building it (or that one
+  -- of its functions puts there at run time) is budgeted too: M.seal wraps
+  -- it at the boundary. BUSY counts to 2e6 (~1e7 instructions) under a
+  -- budget of 1e6, so without the seal the run would simply succeed.
+  describe("cover functions assigned to built objects after construction", function()
+    local BUSY = "function() local s = 0 for i = 1, 2e6 do s = s + 1 end return 'ran' end"
+    local MODEL = "lash.script_model{{tool_calls = {{name = 't', args = {}, id = 'c1'}}}, 'done'}"
+    local TOOL = "lash.tool{name = 't', description = 't', parameters = {type = 'object'}, "
+      .. "handler = function() return 'ok' end}"
+    local cases = {
+      { "lash.agent (its instruction list)", "local a = lash.agent{model = " .. MODEL .. ", tools = {" .. TOOL
+        .. "}} a.instructions[1] = " .. BUSY .. " return a", "agent.instructions[1]" },
+      { "lash.tool (its handler)", "local t = " .. TOOL .. " t.handler = " .. BUSY
+        .. " return lash.agent{model = " .. MODEL .. ", tools = {t}}", "tools[1].handler" },
+      { "lash.toolset (its tools function)", "local ts = lash.toolset{name = 'x', tools = {" .. TOOL .. "}} "
+        .. "ts.tools = function() local f = " .. BUSY .. " f() return {} end "
+        .. "return lash.agent{model = " .. MODEL .. ", toolsets = {ts}}", "toolsets[1].tools" },
+      { "lash.capability (its for_run)", "local c = lash.capability{name = 'c', tools = {" .. TOOL .. "}} "
+        .. "c.for_run_fn = " .. BUSY .. " return lash.agent{model = " .. MODEL .. ", capabilities = {c}}",
+        "capabilities[1].for_run_fn" },
+      { "lash.capability (its instruction list)", "local c = lash.capability{name = 'c'} c.instructions[1] = "
+        .. BUSY .. " return lash.agent{model = 'test', capabilities = {c}}", "capabilities[1].instructions[1]" },
+      { "lash.wrap_tools (the wrapped capability's transform)", "local w = lash.wrap_tools{capability = "
+        .. "lash.capability{name = 'c', tools = {" .. TOOL .. "}}, wrap = function(ctx, t, a, call) return call(a) "
+        .. "end} w.wrap_ts = function(ts) local f = " .. BUSY .. " f() return ts end "
+        .. "return lash.agent{model = " .. MODEL .. ", capabilities = {w}}", "capabilities[1].wrap_ts" },
+      { "lash.sandbox_capability (its instruction list)", "local s = lash.sandbox_capability{backend = 'local'} "
+        .. "s.instructions = {" .. BUSY .. "} s.get_toolsets = function() return {} end "
+        .. "s.for_run = function(self) return self end "
+        .. "return lash.agent{model = 'test', capabilities = {s}}", "capabilities[1].instructions[1]" },
+      { "a plain table the spec returns instead of lash.agent", "return {model = 'test', instructions = {"
+        .. BUSY .. "}}", "instructions[1]" },
+      { "a tool's handler replaced by a tool at run time (ctx.agent)", "local t2 = " .. TOOL .. " "
+        .. "local t = lash.tool{name = 't', description = 't', parameters = {type = 'object'}, handler = "
+        .. "function(ctx) ctx.agent.instructions[1] = " .. BUSY .. " return 'ok' end} "
+        .. "return lash.agent{model = " .. MODEL .. ", tools = {t}}", "agent.instructions[1]" },
+    }
+    for _, c in ipairs(cases) do
+      local what, text, field = c[1], c[2], c[3]
+      do
+        it(what, function()
+          local env = require("lash.spec_env")
+          local saved = env.CALL_BUDGET.instructions
+          env.CALL_BUDGET.instructions = 1e6
+          local agent, lerr = spec.load_string(text, "evil.lua")
+          local ok, err = false, lerr
+          if agent then ok, err = pcall(function() return agent:run("go") end) end
+          env.CALL_BUDGET.instructions = saved
+          assert(agent, lerr)
+          assert.is_false(ok, "the function assigned after construction ran without a budget")
+          assert.is_true(lash.is_error(err, "budget"), "expected a budget error, got " .. tostring(err))
+          assert.matches(field, err.message, 1, true)
+          assert.matches("after it was built", err.message, 1, true)
+          assert.matches("--trust", err.message, 1, true)
+        end)
+      end
+    end
+  end)
+
   it("leave the process as it was: no budget, hook or allocator left in place", function()
     run_tool("while true do end")
     assert.is_false(require("lash.core").budget.active())

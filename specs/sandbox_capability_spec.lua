@@ -124,23 +124,23 @@ describe("construction", function()
       o.backend, o.sandbox_id = f.name, "sb-1"
       local k = next(o)
       while k == "backend" or k == "sandbox_id" do k = next(o, k) end
-      assert.matches("^" .. k .. " only apply when creating a sandbox, but `sandbox_id` attaches to an existing "
+      assert.matches("^" .. k .. " applies only when creating a sandbox, but `sandbox_id` attaches to an existing "
         .. "one%. Remove them, or drop `sandbox_id` to create a sandbox%.", refused(o))
     end
-    assert.equal("image, sandbox_timeout only apply when creating a sandbox, but `sandbox_id` attaches to an "
+    assert.equal("image, sandbox_timeout apply only when creating a sandbox, but `sandbox_id` attaches to an "
       .. "existing one. Remove them, or drop `sandbox_id` to create a sandbox. To raise the per-command timeout "
       .. "ceiling on a reused sandbox, set `max_command_timeout`.",
       refused { backend = f.name, sandbox_id = "sb-1", image = "x", sandbox_timeout = 600 })
-    assert.equal("workdir only apply when creating a sandbox, but `sandbox_id` attaches to an existing one. "
+    assert.equal("workdir applies only when creating a sandbox, but `sandbox_id` attaches to an existing one. "
       .. "Remove them, or drop `sandbox_id` to create a sandbox.",
       refused { backend = f.name, sandbox_id = "sb-1", workdir = "/w" })
   end)
 
   it("tracks whether an option was set, not whether it differs from its default", function()
-    assert.matches("^sandbox_timeout only apply", refused { backend = f.name, sandbox_id = "sb-1",
+    assert.matches("^sandbox_timeout applies only", refused { backend = f.name, sandbox_id = "sb-1",
                                                             sandbox_timeout = 300 })
-    assert.matches("^env only apply", refused { backend = f.name, sandbox_id = "sb-1", env = {} })
-    assert.matches("^rootfs only apply", refused { sandbox_id = "lb-x", rootfs = "/" })
+    assert.matches("^env applies only", refused { backend = f.name, sandbox_id = "sb-1", env = {} })
+    assert.matches("^rootfs applies only", refused { sandbox_id = "lb-x", rootfs = "/" })
   end)
 
   it("allows sandbox_id with only defaults and the backend's config options", function()
@@ -806,7 +806,9 @@ describe("the main job: examples/sandbox_coder.lua", function()
     local left = lash.sandbox.list { state_root = root }
     os.execute("rm -rf '" .. root .. "'")
     assert.equal(0, code, err)
-    assert.equal("", err)
+    -- where no disk quota can be made (a container without loop devices)
+    -- lash says so once; nothing else may be on stderr
+    assert.equal("", (err:gsub("lash: warning: local sandboxes get no disk quota here:[^\n]*\n", "")))
     assert.same({}, left)
     local lines = {}
     for l in (out .. "\n"):gmatch("(.-)\n") do

@@ -245,7 +245,7 @@ capabilities:
     err = load_fails("yaml", "capabilities:\n  - LocalSandbox: {backend: modal}\n")
     assert.matches("LocalSandbox is the Sandbox capability with backend 'local'", err, 1, true)
     err = load_fails("yaml", "capabilities:\n  - Sandbox: {sandbox_id: sb-1, sandbox_timeout: 600}\n")
-    assert.matches("sandbox_timeout only apply when creating a sandbox", err, 1, true)
+    assert.matches("sandbox_timeout applies only when creating a sandbox", err, 1, true)
   end)
 
   it("refuse entries with several keys, unknown keys, and unsupported ones", function()
@@ -466,7 +466,7 @@ describe("the examples", function()
     local attached = assert(lash.load_spec("examples/pipeline/analyse.lua", { attach = "lb-x", owner = "o" }))
     assert.equal("lb-x", attached.capabilities[1].opts.attach_to)
     local _, err = lash.load_spec("examples/sandbox_agent.yaml", { attach = "lb-x", owner = "o" })
-    assert.equal("examples/sandbox_agent.yaml: sandbox_timeout only apply when creating a sandbox, but `attach_to` "
+    assert.equal("examples/sandbox_agent.yaml: sandbox_timeout applies only when creating a sandbox, but `attach_to` "
       .. "attaches to one an earlier step created (that step chose them). Remove them, or drop `attach_to` to "
       .. "create a sandbox. To raise the per-command timeout ceiling on a reused sandbox, set "
       .. "`max_command_timeout`.", err)

@@ -8,6 +8,13 @@
 ** write past the quota fails with ENOSPC inside the sandbox only. Mounts
 ** live in the host's mount namespace; one lost at a reboot is made again
 ** on the sandbox's next use. Root only (mount, loop devices).
+**
+** Every sandbox gets one by default where it can be made (lsb_disk_default);
+** the default one is made lazily, at the sandbox's first use, so creating
+** a sandbox stays as cheap as before; when it cannot be made then (no loop
+** device left), the sandbox goes on without one, marked <box>/disk.off, and
+** the caller warns. The image is sparse and mounted with discard, so it
+** takes on the host only what the sandbox keeps.
 */
 #include "sandbox_local.h"
 
@@ -18,12 +25,28 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <dirent.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define IMG "disk.img"
+#define IMG_NEW "disk.img.new"    /* while mkfs runs: never mounted */
+#define OFF "disk.off"            /* a default quota that could not be made */
+#define LOCK "disk.lock"          /* serialises the lazy creation */
+/* the default quota: 8 GiB (the per-file limit, file_size, is as large, so
+** no file the sandbox could write anyway is refused), at most a quarter of
+** what is free on the state root, so that one sandbox alone cannot fill
+** it; never below the 16 MiB any quota needs */
+#define DEFAULT_BYTES (8ull << 30)
+#define MIN_BYTES (16ull << 20)
+/* ext4's lazy inode-table initialisation would write the whole table (128
+** MiB for 8 GiB) from a kernel thread after the first mount: off, the
+** groups stay marked uninitialised, which ext4 handles; discard gives the
+** host back what the sandbox deletes */
+#define MOUNT_OPTS "noinit_itable,discard"
 
 static int path_in(char *out, size_t sz, const char *box, const char *name) {
   size_t a = strlen(box), b = strlen(name);
@@ -35,6 +58,24 @@ static int path_in(char *out, size_t sz, const char *box, const char *name) {
   out[a] = '/';
   memcpy(out + a + 1, name, b + 1);
   return 0;
+}
+
+uint64_t lsb_disk_default(const char *root) {
+  struct statvfs sv;
+  uint64_t b = DEFAULT_BYTES, quarter;
+  char dir[LSB_PATH_MAX], *slash;
+  int rc;
+  /* the state root may not exist yet: its nearest existing ancestor */
+  snprintf(dir, sizeof dir, "%s", root);
+  while ((rc = statvfs(dir, &sv)) != 0 && (slash = strrchr(dir, '/')) != NULL && slash != dir)
+    *slash = '\0';
+  if (rc != 0) rc = statvfs("/", &sv);
+  if (rc == 0) {
+    quarter = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize / 4;
+    if (quarter < b) b = quarter;
+  }
+  b &= ~((1ull << 20) - 1);          /* whole MiB */
+  return b < MIN_BYTES ? MIN_BYTES : b;
 }
 
 int lsb_disk_usable(char *why, size_t whysz) {
@@ -140,7 +181,7 @@ static int mount_all(const char *box, int binds, char *why, size_t whysz) {
       rc = loopfd;
       goto out;
     }
-    if (mount(dev, disk, "ext4", MS_NOSUID | MS_NODEV, "") != 0) {
+    if (mount(dev, disk, "ext4", MS_NOSUID | MS_NODEV, MOUNT_OPTS) != 0) {
       rc = -errno;
       snprintf(why, whysz, "cannot mount %s at %s (%s)", dev, disk,
                strerror(errno));
@@ -168,7 +209,8 @@ out:
 
 int lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
                     char *why, size_t whysz) {
-  char img[LSB_PATH_MAX], disk[LSB_PATH_MAX], exe[LSB_PATH_MAX], p[LSB_PATH_MAX];
+  char img[LSB_PATH_MAX], disk[LSB_PATH_MAX], exe[LSB_PATH_MAX], p[LSB_PATH_MAX],
+      tmpimg[LSB_PATH_MAX];
   static const char *const dirs[] = {"workspace", "tmp", NULL};
   char *envp[] = {NULL};
   lsb_spawn_opts o;
@@ -179,11 +221,16 @@ int lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
     return -ENAMETOOLONG;
   if (lsb_find_exe("mkfs.ext4", "/usr/sbin:/sbin:/usr/bin:/bin", exe, sizeof exe))
     return -ENOENT;
-  fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  /* made under another name and renamed once whole: an image a crash cut
+  ** short is never mounted */
+  if (path_in(tmpimg, sizeof tmpimg, box, IMG_NEW)) return -ENAMETOOLONG;
+  unlink(tmpimg);
+  fd = open(tmpimg, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return -errno;
   rc = ftruncate(fd, (off_t)bytes) == 0 ? 0 : -errno;   /* sparse */
   close(fd);
   if (rc) {
+    unlink(tmpimg);
     snprintf(why, whysz, "cannot make %s of %llu bytes (%s)", img,
              (unsigned long long)bytes, strerror(-rc));
     return rc;
@@ -191,7 +238,7 @@ int lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
   {
     char *argv[] = {exe, (char *)"-q", (char *)"-F", (char *)"-m", (char *)"0",
                     (char *)"-E", (char *)"lazy_itable_init=1,lazy_journal_init=1",
-                    img, NULL};
+                    tmpimg, NULL};
     memset(&o, 0, sizeof o);
     o.path = exe;
     o.argv = argv;
@@ -203,7 +250,9 @@ int lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
       if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = -EIO;
     }
   }
+  if (!rc && rename(tmpimg, img) != 0) rc = -errno;
   if (rc) {
+    unlink(tmpimg);
     snprintf(why, whysz, "mkfs.ext4 failed on %s (%s)", img, strerror(-rc));
     return rc;
   }
@@ -227,9 +276,84 @@ int lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
   return rc;
 }
 
-int lsb_disk_ensure(int boxfd, const char *box, char *why, size_t whysz) {
+/* Has the box's directory name anything in it? (a default quota made
+** later would hide it) */
+static int dir_has_entries(int boxfd, const char *name) {
+  int fd = openat(boxfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d;
+  struct dirent *e;
+  int any = 0;
+  if (fd < 0) return 0;
+  d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return 0;
+  }
+  while (!any && (e = readdir(d)) != NULL)
+    any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  closedir(d);
+  return any;
+}
+
+/* The default quota, made at the sandbox's first use (under the box's
+** disk lock: two processes may use it at once). 0 when made (or already
+** there), 1 when it could not be and the box goes on without (disk.off
+** written, *why says why: the caller warns), -errno on failure. */
+static int make_lazily(int boxfd, const char *box, uint64_t bytes, uid_t uid,
+                       gid_t gid, char *why, size_t whysz) {
+  int lockfd, rc, fd;
+  if (geteuid() != 0) {
+    /* not marked: its first use as root makes it */
+    snprintf(why, whysz, "its disk quota is made at its first use as root "
+             "(lash runs as uid %d): until then it has none", (int)geteuid());
+    return 1;
+  }
+  lockfd = openat(boxfd, LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (lockfd < 0) return -errno;
+  while (flock(lockfd, LOCK_EX) != 0 && errno == EINTR) {}
+  if (faccessat(boxfd, IMG, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+    close(lockfd);                 /* another process made it meanwhile */
+    return mount_all(box, 1, why, whysz);
+  }
+  if (faccessat(boxfd, OFF, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+    close(lockfd);
+    return 0;
+  }
+  if (dir_has_entries(boxfd, "workspace") || dir_has_entries(boxfd, "tmp")) {
+    rc = 1;
+    snprintf(why, whysz, "its workspace already has files (a quota "
+             "filesystem mounted now would hide them)");
+  } else {
+    why[0] = '\0';
+    rc = lsb_disk_create(box, bytes, uid, gid, why, whysz);
+    if (rc) {
+      /* nothing of it stays: no mount, no loop device, no image */
+      char img[LSB_PATH_MAX];
+      lsb_disk_release(box);
+      if (path_in(img, sizeof img, box, IMG) == 0) unlink(img);
+      if (!why[0]) snprintf(why, whysz, "%s", strerror(-rc));
+      rc = 1;
+    }
+  }
+  if (rc == 1) {
+    /* from now on it has none, for every process alike */
+    fd = openat(boxfd, OFF, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      if (write(fd, why, strlen(why)) < 0) { /* the mark is what counts */ }
+      close(fd);
+    }
+  }
+  close(lockfd);
+  return rc;
+}
+
+int lsb_disk_ensure(int boxfd, const char *box, uint64_t bytes, uid_t uid,
+                    gid_t gid, char *why, size_t whysz) {
   char disk[LSB_PATH_MAX], ws[LSB_PATH_MAX], tmp[LSB_PATH_MAX];
-  if (faccessat(boxfd, IMG, F_OK, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+  if (faccessat(boxfd, IMG, F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (!bytes || faccessat(boxfd, OFF, F_OK, AT_SYMLINK_NOFOLLOW) == 0) return 0;
+    return make_lazily(boxfd, box, bytes, uid, gid, why, whysz);
+  }
   if (path_in(disk, sizeof disk, box, "disk") || path_in(ws, sizeof ws, box, "workspace") ||
       path_in(tmp, sizeof tmp, box, "tmp"))
     return -ENAMETOOLONG;
@@ -241,6 +365,50 @@ int lsb_disk_ensure(int boxfd, const char *box, char *why, size_t whysz) {
     return -EPERM;
   }
   return mount_all(box, 1, why, whysz);
+}
+
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s) {
+  char *o = s;
+  for (; *s; s++) {
+    if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+        s[3] >= '0' && s[3] <= '7') {
+      *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+      s += 3;
+    } else {
+      *o++ = *s;
+    }
+  }
+  *o = '\0';
+}
+
+int lsb_disk_sweep(void) {
+  FILE *f;
+  char line[3 * LSB_PATH_MAX], mp[2 * LSB_PATH_MAX], box[2 * LSB_PATH_MAX];
+  int n = 0;
+  if (geteuid() != 0 || (f = fopen("/proc/self/mountinfo", "re")) == NULL) return 0;
+  while (fgets(line, sizeof line, f)) {
+    char *sep = strstr(line, " - "), *slash, *leaf, *id;
+    char fmt[32];
+    struct stat st;
+    if (!sep || strncmp(sep + 3, "ext4 ", 5) != 0) continue;
+    snprintf(fmt, sizeof fmt, "%%*s %%*s %%*s %%*s %%%ds", (int)sizeof mp - 1);
+    if (sscanf(line, fmt, mp) != 1) continue;
+    unescape(mp);
+    /* <root>/<id>/{disk,workspace,tmp} */
+    if (!(slash = strrchr(mp, '/'))) continue;
+    leaf = slash + 1;
+    if (strcmp(leaf, "disk") && strcmp(leaf, "workspace") && strcmp(leaf, "tmp")) continue;
+    snprintf(box, sizeof box, "%.*s", (int)(slash - mp), mp);
+    id = strrchr(box, '/');
+    if (!id || !lsb_id_valid(id + 1)) continue;
+    /* a live box has its metadata or (while being made) its image */
+    if (path_in(line, sizeof line, box, "meta.json") == 0 && stat(line, &st) == 0) continue;
+    if (path_in(line, sizeof line, box, IMG) == 0 && stat(line, &st) == 0) continue;
+    if (umount2(mp, MNT_DETACH | UMOUNT_NOFOLLOW) == 0) n++;
+  }
+  fclose(f);
+  return n;
 }
 
 void lsb_disk_release(const char *box) {

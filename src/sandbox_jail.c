@@ -42,7 +42,9 @@ void lsb_limits_default(lsb_limits *l) {
   l->file_size = 8ull << 30;
   /* the sandbox's cgroup: all its processes together */
   l->pids = 2048;
-  l->disk = 0;                     /* a quota only when asked for */
+  l->disk = 0;                     /* the default is the state root's
+                                   ** (lsb_disk_default), chosen at create
+                                   ** and made at the first use */
   l->memory = 8ull << 30;
   {
     /* at most half the machine, so one sandbox cannot take it all */

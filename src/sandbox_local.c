@@ -290,6 +290,31 @@ static void raise_expired(lua_State *L, const meta *m) {
                      "sandboxes)", m->id, when, m->timeout);
 }
 
+/* 1 the first time key is asked for in this state (a warning said once per
+** process), 0 after. */
+static int first_time(lua_State *L, const char *key) {
+  int seen = lua_getfield(L, LUA_REGISTRYINDEX, key) != LUA_TNIL;
+  lua_pop(L, 1);
+  if (seen) return 0;
+  lua_pushboolean(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, key);
+  return 1;
+}
+
+/* A default disk quota that could not be made: say so once per sandbox
+** and process. */
+static void disk_fallback_warn(lua_State *L, const char *id, const char *box,
+                               const char *why) {
+  char key[64 + LSB_ID_LEN];
+  snprintf(key, sizeof key, "lash.sandbox.local.disk_warned.%s", id);
+  if (first_time(L, key))
+    lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "sandbox %s has no "
+                     "disk quota: %s; its workspace and /tmp share the "
+                     "filesystem of %s (each file stays under "
+                     "limits.file_size), so it can fill that filesystem",
+                     id, why, box);
+}
+
 /* Open id (shared lock), load and parse its metadata, refuse it expired.
 ** Pushes box (to-be-closed) and the meta table. */
 static void load(lua_State *L, int cfg, const char *id, char *root,
@@ -300,13 +325,16 @@ static void load(lua_State *L, int cfg, const char *id, char *root,
   meta_parse(L, -1, id, m);
   if (wall_now() >= m->expires_at) raise_expired(L, m);
   {
-    /* a disk quota's filesystem a reboot unmounted: back first */
+    /* its disk quota: made at the first use, mounted again after a reboot */
     char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
     int rc;
     snprintf(bp, sizeof bp, "%s/%s", root, id);
-    if ((rc = lsb_disk_ensure((*box)->dirfd, bp, why, sizeof why)) != 0)
+    rc = lsb_disk_ensure((*box)->dirfd, bp, m->limits.disk, m->uid, m->gid,
+                         why, sizeof why);
+    if (rc < 0)
       lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "io", "sandbox '%s': %s", id,
                          why);
+    if (rc > 0) disk_fallback_warn(L, id, bp, why);
   }
 }
 
@@ -656,18 +684,48 @@ static int create_cgroup(lua_State *L, const char *id, const char *path,
   }
   lua_pushstring(L, "none");
   lua_setfield(L, meta_idx, "cgroup");
-  lua_getfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.cgroup_warned");
-  if (!lua_toboolean(L, -1)) {
+  if (first_time(L, "lash.sandbox.local.cgroup_warned"))
     lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
                      "local sandboxes get no cgroup of their own (%s): their "
                      "memory is bounded only per process (limits.address_space)"
                      " and their processes by the per-uid count "
                      "(limits.processes)", reason);
-    lua_pushboolean(L, 1);
-    lua_setfield(L, LUA_REGISTRYINDEX, "lash.sandbox.local.cgroup_warned");
+  return 0;
+}
+
+/* limits.disk = false (`--limit disk=off`): no quota, not even the default */
+static int disk_opted_out(lua_State *L, int spec) {
+  int off = 0;
+  if (lua_getfield(L, spec, "limits") == LUA_TTABLE) {
+    lua_getfield(L, -1, "disk");
+    off = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+    lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  return 0;
+  return off;
+}
+
+/* The default disk quota (stored in the limits table at t), or 0 with one
+** warning per process where none can be made here. */
+static uint64_t default_disk(lua_State *L, const char *root, int t) {
+  char why[512];
+  uint64_t bytes;
+  t = lua_absindex(L, t);
+  if (!lsb_disk_usable(why, sizeof why)) {
+    if (first_time(L, "lash.sandbox.local.no_disk_warned"))
+      lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
+                       "local sandboxes get no disk quota here: %s. Their "
+                       "workspace and /tmp share the filesystem of %s, each "
+                       "file under limits.file_size, so one sandbox can fill "
+                       "it; run lash as root with loop devices and "
+                       "mkfs.ext4 for a quota per sandbox (--limit disk=off "
+                       "silences this)", why, root);
+    return 0;
+  }
+  bytes = lsb_disk_default(root);
+  lua_pushinteger(L, (lua_Integer)bytes);
+  lua_setfield(L, t, "disk");
+  return bytes;
 }
 
 static int local_create(lua_State *L) {
@@ -833,8 +891,10 @@ static int local_create(lua_State *L) {
   lua_getfield(L, -1, "disk");
   disk = (uint64_t)lua_tointeger(L, -1);
   lua_pop(L, 1);
+  if (!explicit[LIMIT_DISK] && !disk_opted_out(L, spec))
+    disk = default_disk(L, root, -1);
   lua_setfield(L, meta_idx, "limits");
-  if (disk && !lsb_disk_usable(where, sizeof where))
+  if (disk && explicit[LIMIT_DISK] && !lsb_disk_usable(where, sizeof where))
     lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported", "limits.disk needs a "
                        "filesystem of the sandbox's own, and lash cannot make "
                        "one here: %s. Run lash as root on a machine with loop "
@@ -843,6 +903,9 @@ static int local_create(lua_State *L) {
                        "stays under limits.file_size)", where);
   lua_getfield(L, spec, "tags");
   lua_setfield(L, meta_idx, "tags");
+  /* quota mounts of sandboxes deleted by hand hold loop devices: free them
+  ** before taking one more (as the cgroups of such sandboxes are swept) */
+  if (disk) lsb_disk_sweep();
   /* create the state root; the jail's uid must be able to reach it */
   if ((rc = lsb_mkdirs(root, 0711)) != 0)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create the state root "
@@ -936,8 +999,10 @@ static int local_create(lua_State *L) {
       (fchownat(b->dirfd, "workspace", uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
        fchownat(b->dirfd, "tmp", uid, gid, AT_SYMLINK_NOFOLLOW) != 0))
     rc = -errno;
-  if (!rc && disk) {
-    /* the disk quota: workspace and tmp in a filesystem of that size */
+  if (!rc && disk && (explicit[LIMIT_DISK] || from)) {
+    /* the disk quota: workspace and tmp in a filesystem of that size; the
+    ** default one waits for the first use (lsb_disk_ensure), unless a
+    ** snapshot is about to fill the workspace */
     char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
     snprintf(bp, sizeof bp, "%s/%s", root, id);
     why[0] = '\0';
@@ -2450,6 +2515,7 @@ static int local_gc(lua_State *L) {
   lua_Integer i, k = 0;
   luaL_checktype(L, 1, LUA_TTABLE);
   find_root(L, 1, root, sizeof root);   /* gc does all that reclaim would */
+  lsb_disk_sweep();                     /* and frees orphaned quota mounts */
   lua_newtable(L);
   out = lua_gettop(L);
   lua_newtable(L);
@@ -2498,7 +2564,9 @@ static int local_gc(lua_State *L) {
           wall_now() - (double)st.st_mtime > 3600) {
         char mp[2 * LSB_PATH_MAX + 16];
         snprintf(mp, sizeof mp, "%s/meta.json", path);
-        if (access(mp, F_OK) != 0 && lsb_rmtree_at(AT_FDCWD, path) == 0) {
+        /* its quota's mounts first: rmtree stays on one filesystem */
+        if (access(mp, F_OK) != 0 && (lsb_disk_release(path), 1) &&
+            lsb_rmtree_at(AT_FDCWD, path) == 0) {
           lua_pushstring(L, name);
           lua_rawseti(L, out, ++n);
         }

@@ -406,9 +406,20 @@ int  lsb_disk_usable(char *why, size_t whysz);
 ** with *why. */
 int  lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
                      char *why, size_t whysz);
-/* A box with a quota whose mounts are gone (a reboot): mount them again.
-** 0 (also for a box without a quota) or -errno with *why. */
-int  lsb_disk_ensure(int boxfd, const char *box, char *why, size_t whysz);
+/* The default quota of a sandbox under the state root root: 8 GiB, at most
+** a quarter of what is free there. */
+uint64_t lsb_disk_default(const char *root);
+/* Before a use of the box: a quota whose mounts are gone (a reboot) is
+** mounted again; a default quota of bytes not made yet is made now (owned
+** uid/gid). 0 (also for a box without a quota), 1 when the default quota
+** could not be made and the box goes on without one (*why: warn), or
+** -errno with *why. */
+int  lsb_disk_ensure(int boxfd, const char *box, uint64_t bytes, uid_t uid,
+                     gid_t gid, char *why, size_t whysz);
+/* As root: unmount the quota filesystems of boxes removed without a
+** destroy (a state root deleted by hand: no meta.json, no image left), so
+** their loop devices go back. Returns how many mounts it undid. */
+int  lsb_disk_sweep(void);
 /* Unmount (lazily) the box's quota filesystem and its binds. */
 void lsb_disk_release(const char *box);
 

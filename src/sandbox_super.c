@@ -365,7 +365,10 @@ int lsb_super_start(lsb_super *s, const lsb_super_spec *spec, char *msg,
   so.path = spec->jail->bwrap;
   so.argv = outer.v;
   so.envp = empty;
-  so.new_session = 0;
+  /* a session of its own: the terminal's Ctrl-C (SIGINT to lash's process
+  ** group) must not kill the jail under a `lash chat` that only cancels a
+  ** turn; lash's own exit still ends it (stop, and PR_SET_PDEATHSIG) */
+  so.new_session = 1;
   so.want_stdin = 0;
   so.outputs = 2;
   so.pass_fd = argsfd;

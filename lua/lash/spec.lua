@@ -431,10 +431,13 @@ local function load_lua(text, path, chunkname, opts)
     end
     return spec
   end
-  local env, sstring = require("lash.spec_env").env()
+  local spec_env = require "lash.spec_env"
+  local env, sstring, state = spec_env.env(chunkname)
   local chunk, err = load(text, chunkname, "t", env)
   if not chunk then error(err, 0) end
-  return M.run_budgeted(chunk, path, budget_of(opts), sstring)
+  -- what the spec put into its objects after building them is budgeted
+  -- here, at the boundary (and after every later call of its functions)
+  return spec_env.seal(state, M.run_budgeted(chunk, path, budget_of(opts), sstring)), state
 end
 
 ---------------------------------------------------------------------------
@@ -465,7 +468,12 @@ end
 -- `label` starts every message (the path, or the string's name).
 local function build(text, label, chunkname, format, opts)
   local ok, agent = pcall(function()
-    if format == "lua" then return to_agent(load_lua(text, label, chunkname, opts), label, opts.trust) end
+    if format == "lua" then
+      local spec, state = load_lua(text, label, chunkname, opts)
+      local agent = to_agent(spec, label, opts.trust)
+      if state then require("lash.spec_env").seal(state, agent) end
+      return agent
+    end
     local decode = format == "yaml" and decode_yaml or decode_json
     local t
     if opts.trust then

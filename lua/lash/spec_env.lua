@@ -72,35 +72,96 @@ end
 -- typed error of kind "budget".
 M.CALL_BUDGET = { instructions = 100000000, memory = 64 * 1024 * 1024, seconds = 10 }
 
+-- The budgeted wrappers made here (weak): never wrapped twice.
+local wrappers = setmetatable({}, { __mode = "k" })
+
 --- Wrap f so that every call runs under M.CALL_BUDGET (and the spec's safe
--- string methods).
+-- string methods); after each call the spec's objects are sealed again
+-- (M.seal), so a function the call assigned to one of them is budgeted
+-- before lash can call it.
 -- @tparam function f
 -- @tparam string label names f in the error
--- @tparam[opt] table string_index strings' __index while f runs
+-- @tparam[opt] table spec the spec's state (M.env's third result)
 -- @treturn function
-function M.budgeted(f, label, string_index)
+function M.budgeted(f, label, spec)
+  if wrappers[f] then return f end
   local call = runtime.core.budget.call
   local limits = {
     instructions = M.CALL_BUDGET.instructions, memory = M.CALL_BUDGET.memory,
-    seconds = M.CALL_BUDGET.seconds, label = label, string_index = string_index,
+    seconds = M.CALL_BUDGET.seconds, label = label, string_index = spec and spec.sstring,
   }
-  return function(...)
-    return call(f, limits, ...)
+  local function after(ok, ...)
+    if spec and spec.root ~= nil then M.seal(spec) end
+    if not ok then error((...), 0) end
+    return ...
   end
+  local w = function(...)
+    return after(pcall(call, f, limits, ...))
+  end
+  wrappers[w] = true
+  return w
+end
+
+local function is_spec_function(spec, f)
+  if wrappers[f] then return false end
+  local info = debug.getinfo(f, "S")
+  return info.what ~= "C" and spec.sources[info.source] == true
+end
+
+local function field_name(path, k)
+  if type(k) == "string" and k:match("^[%a_][%w_]*$") then return path .. "." .. k end
+  return path .. "[" .. (type(k) == "string" and string.format("%q", k) or tostring(k)) .. "]"
+end
+
+-- Wrap every function of the spec's own source in t's fields (and in the
+-- metatables the spec set), all the way down; rawset, so no metamethod of
+-- the spec runs.
+local function seal_table(spec, t, path, seen)
+  if seen[t] then return end
+  seen[t] = true
+  local k, v = next(t)
+  while k ~= nil do
+    local nk, nv = next(t, k)   -- before t[k] changes (same key: safe)
+    if type(v) == "function" then
+      if is_spec_function(spec, v) then
+        rawset(t, k, M.budgeted(v, (spec.name and spec.name .. ": " or "") .. "the function the spec put at "
+          .. field_name(path, k) .. " after it was built", spec))
+      end
+    elseif type(v) == "table" then
+      seal_table(spec, v, field_name(path, k), seen)
+    end
+    k, v = nk, nv
+  end
+  local mt = getmetatable(t)
+  if type(mt) == "table" and spec.own[mt] then seal_table(spec, mt, path .. "'s metatable", seen) end
+end
+
+--- Budget every function of the spec's own code reachable from its result.
+-- Called when the spec has loaded (root: what it returned, then the agent
+-- built from it) and again after each budgeted call, so a function the
+-- spec assigns to a built object's field after construction (`a.instructions
+-- = function() ... end`, a tool's handler, a hook) runs under
+-- M.CALL_BUDGET like the ones it handed the constructors.
+-- @tparam table spec the spec's state (M.env's third result)
+-- @param[opt] root the new root (kept for the later calls)
+function M.seal(spec, root)
+  if root ~= nil then spec.root = root end
+  if type(spec.root) == "table" then seal_table(spec, spec.root, "agent", {}) end
+  return spec.root
 end
 
 -- The functions in what a spec hands a constructor, budgeted: function
 -- arguments, and functions in plain tables (not lash's objects, which were
 -- made by constructors already) a few levels down. Tables are copied only
 -- when something in them changed.
-local function guard_value(v, label, sstring, depth, seen)
-  if type(v) == "function" then return M.budgeted(v, label, sstring) end
+local function guard_value(v, label, spec, depth, seen)
+  if type(v) == "function" then return M.budgeted(v, label, spec) end
   if type(v) ~= "table" or depth > 4 or seen[v] or getmetatable(v) ~= nil then return v end
   seen[v] = true
   local copy
   for k, x in pairs(v) do
     local name = type(k) == "string" and (label .. "." .. k) or label
-    local g = guard_value(x, name, sstring, depth + 1, seen)
+    local g = guard_value(x, name, spec, depth + 1, seen)
     if g ~= x then
       if not copy then
         copy = {}
@@ -112,14 +173,14 @@ local function guard_value(v, label, sstring, depth, seen)
   return copy or v
 end
 
-local function guarded(who, ctor, sstring)
+local function guarded(who, ctor, spec)
   return function(...)
     local args = table.pack(...)
     local label = who
     if type(args[1]) == "table" and type(rawget(args[1], "name")) == "string" then
       label = who .. " '" .. args[1].name .. "'"
     end
-    for i = 1, args.n do args[i] = guard_value(args[i], label, sstring, 1, {}) end
+    for i = 1, args.n do args[i] = guard_value(args[i], label, spec, 1, {}) end
     return ctor(table.unpack(args, 1, args.n))
   end
 end
@@ -238,17 +299,17 @@ M.API = {
 }
 
 --- A fresh, read-only view of lash for one spec.
--- @tparam[opt] table sstring the spec's safe string table: strings' methods
---   while its functions run
+-- @tparam[opt] table spec the spec's state (M.env's third result): its safe
+--   string table (strings' methods while its functions run) and its sources
 -- @treturn table
-function M.view(sstring)
+function M.view(spec)
   -- the view is of the facade itself: every name a trusted spec sees
   local l = require "lash"
   local t = {}
   for name, make in pairs(M.API) do
     local ok, v = pcall(make, l)
     if ok then
-      if RUNS_LATER[name] then v = guarded("lash." .. name, v, sstring) end
+      if RUNS_LATER[name] then v = guarded("lash." .. name, v, spec) end
       t[name] = v
     end
   end
@@ -418,14 +479,22 @@ end
 
 --- A fresh environment for one untrusted spec: the view of lash and the
 -- safe standard library.
+-- @tparam[opt] string chunkname the chunk name the spec is loaded under
+--   (its functions are told from lash's by it, see M.seal)
 -- @treturn table env
 -- @treturn table the safe string table (to serve as strings' __index
 --   while the spec loads)
-function M.env()
+-- @treturn table the spec's state, for M.seal once it has loaded
+function M.env(chunkname)
   local sstring = safe_string()
-  local api = M.view(sstring)
   -- metatables the spec set itself; lash's own stay out of its reach
   local own = setmetatable({}, { __mode = "k" })
+  local spec = { sstring = sstring, own = own, sources = {}, loads = 0 }
+  if chunkname then
+    spec.sources[chunkname] = true
+    spec.name = chunkname:gsub("^[@=]", "")
+  end
+  local api = M.view(spec)
   local env
   env = {
     _VERSION = _VERSION, assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs,
@@ -477,10 +546,14 @@ function M.env()
     if type(chunk) ~= "string" then
       error("load: a spec loaded without --trust loads text (a string), not a reader function", 2)
     end
-    return load(chunk, name, "t", e == nil and env or e)
+    -- under a name of the spec's own, so M.seal knows its functions
+    spec.loads = spec.loads + 1
+    local source = "=" .. (spec.name or "spec") .. " load#" .. spec.loads .. " " .. tostring(name or "")
+    spec.sources[source] = true
+    return load(chunk, source, "t", e == nil and env or e)
   end
   env._G = env
-  return env, sstring
+  return env, sstring, spec
 end
 
 return M

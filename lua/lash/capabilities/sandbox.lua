@@ -237,6 +237,13 @@ end
 
 local CEILING_HINT = " To raise the per-command timeout ceiling on a reused sandbox, set `max_command_timeout`."
 
+-- "workdir applies only when...", "env, image apply only when...": the
+-- names of creation-only options given to an attach, as a sentence.
+local function creation_only(names)
+  return table.concat(names, ", ") .. (#names == 1 and " applies" or " apply")
+    .. " only when creating a sandbox"
+end
+
 local function check_modes(given, create)
   local creation = {}
   for _, k in ipairs(CREATION) do
@@ -265,12 +272,12 @@ local function check_modes(given, create)
         .. "checks the owner and claims the sandbox), or sandbox_id (a plain attach).")
     end
     if #creation > 0 then
-      fail(table.concat(creation, ", ") .. " only apply when creating a sandbox, but `attach_to` attaches to one "
+      fail(creation_only(creation) .. ", but `attach_to` attaches to one "
         .. "an earlier step created (that step chose them). Remove them, or drop `attach_to` to create a "
         .. "sandbox." .. hint)
     end
   elseif given.sandbox_id ~= nil and #creation > 0 then
-    fail(table.concat(creation, ", ") .. " only apply when creating a sandbox, but `sandbox_id` attaches to an "
+    fail(creation_only(creation) .. ", but `sandbox_id` attaches to an "
       .. "existing one. Remove them, or drop `sandbox_id` to create a sandbox." .. hint)
   end
   if given.owner ~= nil and given.attach_to == nil then

@@ -159,8 +159,8 @@ function sub.create(args, cli)
   if opts.limit then
     spec.limits = {}
     for k, v in pairs(pairs_list(cli, opts.limit, "--limit")) do
-      -- "none": lash's own limit (false), not a number
-      if v == "none" then spec.limits[k] = false else spec.limits[k] = integer(cli, v, "--limit " .. k) end
+      -- "none" or "off": lash's own limit (false; for disk: no quota), not a number
+      if v == "none" or v == "off" then spec.limits[k] = false else spec.limits[k] = integer(cli, v, "--limit " .. k) end
     end
   end
   -- the sandbox outlives this process: its lifetime (--timeout) ends it
