@@ -13,7 +13,11 @@
 #include "sandbox.h"
 #include "modules.h"
 #include "runtime.h"
-#include "sandbox_local.h"   /* lsb_path_normalize */
+#include "json.h"
+#include "laux.h"
+#include "output.h"
+
+#include <errno.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -24,13 +28,12 @@
 
 #define SB_MT        "lash.sandbox"
 #define BACKENDS_KEY "lash.sandbox.backends"
-#define JSON_KEY     "lash.sandbox.json"
 
-#define DEFAULT_LIFETIME      300
-#define DEFAULT_EXEC_TIMEOUT  60
-#define DEFAULT_MAX_OUTPUT    (1024 * 1024)
-#define DEFAULT_MAX_READ      (5 * 1024 * 1024)
-#define DESTROY_TIMEOUT       30
+#define DEFAULT_LIFETIME      LASH_SB_DEFAULT_LIFETIME
+#define DEFAULT_EXEC_TIMEOUT  LASH_SB_DEFAULT_EXEC_TIMEOUT
+#define DEFAULT_MAX_OUTPUT    LASH_SB_DEFAULT_MAX_OUTPUT
+#define DEFAULT_MAX_READ      LASH_SB_DEFAULT_MAX_READ
+#define DESTROY_TIMEOUT       LASH_SB_DEFAULT_DESTROY
 
 enum { MODE_OWNED, MODE_ATTACHED, MODE_SESSION };
 static const char *const mode_names[] = {"owned", "attached", "session"};
@@ -82,12 +85,85 @@ int lash_sandbox_raise(lua_State *L, const char *kind, const char *code,
   return lua_error(L);
 }
 
-void lash_sandbox_json(lua_State *L) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, JSON_KEY) == LUA_TTABLE) return;
-  lua_pop(L, 1);
-  lash_open_json(L);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, LUA_REGISTRYINDEX, JSON_KEY);
+int lash_sandbox_raise_too_large(lua_State *L, const char *path,
+                                 lua_Integer size, lua_Integer max_bytes,
+                                 const char *why) {
+  if (size >= 0 && max_bytes >= 0) {
+    char a[32], b[32];
+    lash_format_size((uint64_t)size, a, sizeof a);
+    lash_format_size((uint64_t)max_bytes, b, sizeof b);
+    lua_pushfstring(L, "'%s' is %s, over the %s read limit", path, a, b);
+  } else {
+    lua_pushfstring(L, "'%s' is too large: %s", path, why ? why : "over the limit");
+  }
+  lash_sandbox_push_error(L, LASH_SB_ERROR, "too_large", lua_tostring(L, -1));
+  if (size >= 0) {
+    lua_pushinteger(L, size);
+    lua_setfield(L, -2, "size");
+  }
+  if (max_bytes >= 0) {
+    lua_pushinteger(L, max_bytes);
+    lua_setfield(L, -2, "max_bytes");
+  }
+  lua_pushstring(L, path);
+  lua_setfield(L, -2, "path");
+  return lua_error(L);
+}
+
+/* ---- the exec result ---------------------------------------------------------- */
+
+static void push_ring(lua_State *L, lash_ring *r) {
+  size_t n;
+  const char *p = lash_ring_view(r, &n);
+  lua_pushlstring(L, p ? p : "", n);
+}
+
+void lash_sandbox_push_exec_result(lua_State *L, lash_ring *out, lash_ring *err,
+                                   lua_Integer exit_code, int timed_out,
+                                   lua_Integer applied_timeout) {
+  lua_createtable(L, 0, 7);
+  push_ring(L, out);
+  lua_setfield(L, -2, "stdout");
+  push_ring(L, err);
+  lua_setfield(L, -2, "stderr");
+  lua_pushboolean(L, lash_ring_dropped(out));
+  lua_setfield(L, -2, "stdout_truncated");
+  lua_pushboolean(L, lash_ring_dropped(err));
+  lua_setfield(L, -2, "stderr_truncated");
+  lua_pushinteger(L, exit_code);
+  lua_setfield(L, -2, "exit_code");
+  lua_pushboolean(L, timed_out);
+  lua_setfield(L, -2, "timed_out");
+  lua_pushinteger(L, applied_timeout);
+  lua_setfield(L, -2, "applied_timeout");
+}
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+static int json_encode_f(lua_State *L) {
+  lash_json_encode(L, 1, (int)lua_tointeger(L, 2));
+  return 1;
+}
+
+static int json_decode_f(lua_State *L) {
+  size_t n;
+  const char *s = lua_tolstring(L, 1, &n);
+  lash_json_decode(L, s, n);
+  return 1;
+}
+
+int lash_sandbox_json_encode(lua_State *L, int idx, int canonical) {
+  idx = lua_absindex(L, idx);
+  lua_pushcfunction(L, json_encode_f);
+  lua_pushvalue(L, idx);
+  lua_pushinteger(L, canonical ? LASH_JSON_CANONICAL : LASH_JSON_HASH_ORDER);
+  return lua_pcall(L, 2, 1, 0) == LUA_OK;
+}
+
+int lash_sandbox_json_decode(lua_State *L, const char *s, size_t len) {
+  lua_pushcfunction(L, json_decode_f);
+  lua_pushlstring(L, s, len);
+  return lua_pcall(L, 1, 1, 0) == LUA_OK;
 }
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -148,10 +224,24 @@ static int set_has(lua_State *L, int fns, const char *field, const char *key) {
   return has;
 }
 
-static double wall_now(void) {
+double lash_sandbox_wall_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#define wall_now lash_sandbox_wall_now
+
+lua_Integer lash_sandbox_deadline(lua_Integer requested, double expires_at,
+                                  lua_Integer ceiling) {
+  lua_Integer t = requested;
+  if (ceiling > 0 && t > ceiling) t = ceiling;
+  if (expires_at > 0) {
+    double left = ceil(expires_at - wall_now());
+    if (left < (double)t) t = (lua_Integer)left;
+  }
+  if (t > LASH_SB_MAX_SECONDS) t = LASH_SB_MAX_SECONDS;
+  return t < 1 ? 1 : t;
 }
 
 /* A string without NUL bytes (for paths, argv, env). */
@@ -258,18 +348,12 @@ static void normalize_network(lua_State *L, int idx) {
     else luaL_error(L, "network must be \"off\", \"on\" or a policy table, "
                     "got \"%s\"", s);
   } else if (lua_istable(L, idx)) {
+    static const char *const known[] = {"block_network", "allow_egress_to",
+                                        "allow_egress_to_cidrs", NULL};
     int lists = 0;
     const char *fields[2] = {"allow_egress_to", "allow_egress_to_cidrs"};
     int f;
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-      if (strcmp(k, "block_network") && strcmp(k, fields[0]) &&
-          strcmp(k, fields[1]))
-        luaL_error(L, "network policy has an unknown field '%s' (it takes "
-                   "block_network, allow_egress_to, allow_egress_to_cidrs)", k);
-      lua_pop(L, 1);
-    }
+    lashA_checkoptions(L, idx, "network policy", known);
     if (lua_getfield(L, idx, "block_network") != LUA_TNIL) {
       if (!lua_isboolean(L, -1))
         luaL_error(L, "network.block_network must be a boolean");
@@ -307,66 +391,34 @@ static void normalize_network(lua_State *L, int idx) {
   lua_setfield(L, -2, "block_network");
 }
 
-static void add_json_string(luaL_Buffer *b, const char *s) {
-  luaL_addchar(b, '"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') {
-      luaL_addchar(b, '\\');
-      luaL_addchar(b, (char)c);
-    } else if (c < 0x20) {
-      char esc[8];
-      snprintf(esc, sizeof esc, "\\u%04x", c);
-      luaL_addstring(b, esc);
-    } else {
-      luaL_addchar(b, (char)c);
-    }
-  }
-  luaL_addchar(b, '"');
-}
-
-static void push_json_string(lua_State *L, const char *s) {
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  add_json_string(&b, s);
-  luaL_pushresult(&b);
-}
-
-/* The lash_network stamp of the normalized policy at idx: compact JSON with
-** sorted keys, e.g. {"allow_egress_to":[],"allow_egress_to_cidrs":[],
-** "block_network":true}. Pushed. */
+/* The lash_network stamp of the normalized policy at idx: lash's canonical
+** JSON (compact, sorted keys), e.g. {"allow_egress_to":[],
+** "allow_egress_to_cidrs":[],"block_network":true}. Pushed. */
 static void encode_network(lua_State *L, int idx) {
   const char *fields[2] = {"allow_egress_to", "allow_egress_to_cidrs"};
   int f;
   idx = lua_absindex(L, idx);
-  lua_pushliteral(L, "{");
+  lua_createtable(L, 0, 3);
   for (f = 0; f < 2; f++) {
     lua_Integer i, n;
-    lua_pushfstring(L, "\"%s\":[", fields[f]);
-    lua_concat(L, 2);
     lua_getfield(L, idx, fields[f]);
-    lua_insert(L, -2);                    /* list, acc */
-    n = (lua_Integer)lua_rawlen(L, -2);
+    n = (lua_Integer)lua_rawlen(L, -1);
+    lua_createtable(L, (int)n, 0);     /* marked an array: [] when empty */
     for (i = 1; i <= n; i++) {
       lua_rawgeti(L, -2, i);
-      push_json_string(L, lua_tostring(L, -1));
-      lua_remove(L, -2);
-      if (i > 1) {
-        lua_pushliteral(L, ",");
-        lua_insert(L, -2);
-        lua_concat(L, 2);
-      }
-      lua_concat(L, 2);                   /* list, acc..item */
+      lua_rawseti(L, -2, i);
     }
-    lua_remove(L, -2);
-    lua_pushliteral(L, "],");
-    lua_concat(L, 2);
+    lash_json_push_array_mt(L);
+    lua_setmetatable(L, -2);
+    lua_setfield(L, -3, fields[f]);
+    lua_pop(L, 1);
   }
   lua_getfield(L, idx, "block_network");
-  lua_pushstring(L, lua_toboolean(L, -1) ? "\"block_network\":true}"
-                                         : "\"block_network\":false}");
+  lua_pushboolean(L, lua_toboolean(L, -1));
+  lua_setfield(L, -3, "block_network");
+  lua_pop(L, 1);
+  lash_json_encode(L, -1, LASH_JSON_CANONICAL);
   lua_remove(L, -2);
-  lua_concat(L, 2);
 }
 
 /* Decode a lash_network stamp at idx: pushes the policy table, or nil when
@@ -378,10 +430,12 @@ static void decode_network(lua_State *L, int idx) {
     lua_pushnil(L);
     return;
   }
-  lash_sandbox_json(L);
-  lua_getfield(L, -1, "decode");
-  lua_pushvalue(L, idx);
-  if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+  {
+    size_t len;
+    const char *text = lua_tolstring(L, idx, &len);
+    if (!lash_sandbox_json_decode(L, text, len)) lua_settop(L, top);
+  }
+  if (lua_gettop(L) == top + 1 && lua_istable(L, -1)) {
     int t = lua_gettop(L), n = 0, good = 1;
     lua_pushnil(L);
     while (lua_next(L, t)) {
@@ -689,13 +743,13 @@ static void normalize_spec(lua_State *L, int spec, int fns) {
     lua_pop(L, 1);
     lua_getfield(L, fns, "default_workdir");
   } else {
-    char norm[LSB_PATH_MAX];
+    char norm[LASH_SB_PATH_MAX];
     const char *w = check_cstring(L, -1, "workdir");
     if (w[0] != '/')
       luaL_error(L, "workdir must be an absolute path, got '%s'", w);
-    if (lsb_path_normalize(w, norm, sizeof norm) != 0)
+    if (lash_sandbox_path_normalize(w, norm, sizeof norm) != 0)
       luaL_error(L, "workdir is too long (at most %d bytes): pick a shorter path",
-                 LSB_PATH_MAX - 1);
+                 LASH_SB_PATH_MAX - 1);
     lua_pop(L, 1);
     lua_pushstring(L, norm);
   }
@@ -1021,17 +1075,17 @@ static int exec_k(lua_State *L, int status, lua_KContext ctx) {
   return 1;
 }
 
-/*** Run a command. argv is a list of strings, or a string run with sh -c.
-** @function sandbox:exec
-** @tparam[opt] table opts timeout (seconds, default 60, rounded up, at least
-**   1), max_output_bytes (per stream, default 1 MiB; the tail is kept), cwd,
-**   env, stdin (string)
-** @treturn table stdout, stderr, stdout_truncated, stderr_truncated,
-**   exit_code, timed_out, applied_timeout */
-static int m_exec(lua_State *L) {
-  int argv, opts;
-  lua_Integer timeout = DEFAULT_EXEC_TIMEOUT, maxout = DEFAULT_MAX_OUTPUT;
-  check_open(L, 1);
+/* exec and spawn take a command the same way and share cwd and env. */
+static const char *const exec_options[] = {"timeout", "max_output_bytes", "cwd",
+                                           "env", "stdin", NULL};
+static const char *const spawn_options[] = {"cwd", "env", NULL};
+
+/* The command at 2 (a list of strings, or a string run with sh -c) and the
+** options at 3, checked against known (exec's or spawn's) and defaulted:
+** leaves argv and opts as arguments 2 and 3 of the backend's slot. */
+static void push_command(lua_State *L, const char *who,
+                         const char *const *known, int is_exec) {
+  int opts;
   lua_settop(L, 3);
   if (lua_type(L, 2) == LUA_TSTRING) {
     check_cstring(L, 2, "command");
@@ -1054,24 +1108,10 @@ static int m_exec(lua_State *L) {
       lua_rawseti(L, -2, i);
     }
   }
-  argv = lua_gettop(L);
   lua_createtable(L, 0, 5);
   opts = lua_gettop(L);
+  lashA_checkoptions(L, 3, who, known);
   if (!lua_isnil(L, 3)) {
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 3)) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-      if (strcmp(k, "timeout") && strcmp(k, "max_output_bytes") &&
-          strcmp(k, "cwd") && strcmp(k, "env") && strcmp(k, "stdin"))
-        luaL_error(L, "exec: unknown option '%s' (it takes timeout, "
-                   "max_output_bytes, cwd, env, stdin)", k);
-      lua_pop(L, 1);
-    }
-    if (lua_getfield(L, 3, "timeout") != LUA_TNIL)
-      timeout = check_seconds(L, -1, "exec timeout");
-    if (lua_getfield(L, 3, "max_output_bytes") != LUA_TNIL)
-      maxout = check_count(L, -1, "max_output_bytes");
     if (lua_getfield(L, 3, "cwd") != LUA_TNIL) {
       if (!*check_cstring(L, -1, "cwd"))
         luaL_error(L, "cwd is empty (leave it out to run in the workdir)");
@@ -1083,24 +1123,50 @@ static int m_exec(lua_State *L) {
       copy_string_map(L, -1, "env", 1, 0);
       lua_setfield(L, opts, "env");
     }
-    lua_pop(L, 1);
-    if (lua_getfield(L, 3, "stdin") != LUA_TNIL) {
-      if (lua_type(L, -1) != LUA_TSTRING)
-        luaL_error(L, "stdin must be a string, got %s", luaL_typename(L, -1));
-      lua_setfield(L, opts, "stdin");
-    } else {
-      lua_pop(L, 1);
-    }
     lua_settop(L, opts);
   }
-  lua_pushinteger(L, timeout);
-  lua_setfield(L, opts, "timeout");
-  lua_pushinteger(L, maxout);
-  lua_setfield(L, opts, "max_output_bytes");
-  lua_pushvalue(L, argv);
-  lua_pushvalue(L, opts);
-  lua_remove(L, argv);
-  lua_remove(L, argv);
+  if (is_exec) {
+    lua_Integer timeout = DEFAULT_EXEC_TIMEOUT, maxout = DEFAULT_MAX_OUTPUT;
+    if (!lua_isnil(L, 3)) {
+      if (lua_getfield(L, 3, "timeout") != LUA_TNIL)
+        timeout = check_seconds(L, -1, "exec timeout");
+      if (lua_getfield(L, 3, "max_output_bytes") != LUA_TNIL)
+        maxout = check_count(L, -1, "max_output_bytes");
+      if (lua_getfield(L, 3, "stdin") != LUA_TNIL) {
+        if (lua_type(L, -1) != LUA_TSTRING)
+          luaL_error(L, "stdin must be a string, got %s", luaL_typename(L, -1));
+        lua_setfield(L, opts, "stdin");
+      }
+      lua_settop(L, opts);
+    }
+    lua_pushinteger(L, timeout);
+    lua_setfield(L, opts, "timeout");
+    lua_pushinteger(L, maxout);
+    lua_setfield(L, opts, "max_output_bytes");
+  }
+  lua_replace(L, 3);
+  lua_replace(L, 2);
+}
+
+/* Raise "unsupported" unless the backend of the object at 1 has slot. */
+static void need_slot(lua_State *L, const char *slot, const char *cannot) {
+  if (!has_slot(L, 1, slot)) {
+    sb_field(L, 1, "backend");
+    lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported", "the %s backend cannot %s",
+                       lua_tostring(L, -1), cannot);
+  }
+}
+
+/*** Run a command. argv is a list of strings, or a string run with sh -c.
+** @function sandbox:exec
+** @tparam[opt] table opts timeout (seconds, default 60, rounded up, at least
+**   1), max_output_bytes (per stream, default 1 MiB; the tail is kept), cwd,
+**   env, stdin (string)
+** @treturn table stdout, stderr, stdout_truncated, stderr_truncated,
+**   exit_code, timed_out, applied_timeout */
+static int m_exec(lua_State *L) {
+  check_open(L, 1);
+  push_command(L, "exec", exec_options, 1);
   return dispatch(L, "exec", 2, exec_k);
 }
 
@@ -1112,70 +1178,11 @@ static int m_exec(lua_State *L) {
 ** @return a lash.proc handle (read, write, close_stdin, wait, kill, close);
 **   closing it ends the process, and so does destroying the sandbox */
 static int m_spawn(lua_State *L) {
-  int argv, opts;
   check_open(L, 1);
-  lua_settop(L, 3);
-  if (sb_field(L, 1, "fns") != LUA_TTABLE ||
-      lua_getfield(L, -1, "spawn") != LUA_TFUNCTION) {
-    sb_field(L, 1, "backend");
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported",
-                              "the %s backend cannot run a long-lived process "
-                              "with streams (sandbox:spawn, used for MCP "
-                              "servers inside a sandbox): not supported on "
-                              "this backend yet; use the local backend",
-                              lua_tostring(L, -1));
-  }
-  lua_settop(L, 3);
-  if (lua_type(L, 2) == LUA_TSTRING) {
-    check_cstring(L, 2, "command");
-    lua_createtable(L, 3, 0);
-    lua_pushliteral(L, "sh");
-    lua_rawseti(L, -2, 1);
-    lua_pushliteral(L, "-c");
-    lua_rawseti(L, -2, 2);
-    lua_pushvalue(L, 2);
-    lua_rawseti(L, -2, 3);
-  } else {
-    lua_Integer i, n;
-    luaL_argexpected(L, lua_istable(L, 2), 2, "argv table or command string");
-    n = (lua_Integer)lua_rawlen(L, 2);
-    if (n == 0) luaL_argerror(L, 2, "argv is empty");
-    lua_createtable(L, (int)n, 0);
-    for (i = 1; i <= n; i++) {
-      lua_rawgeti(L, 2, i);
-      check_cstring(L, -1, "argv element");
-      lua_rawseti(L, -2, i);
-    }
-  }
-  argv = lua_gettop(L);
-  lua_createtable(L, 0, 2);
-  opts = lua_gettop(L);
-  if (!lua_isnil(L, 3)) {
-    luaL_checktype(L, 3, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 3)) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-      if (strcmp(k, "cwd") && strcmp(k, "env"))
-        luaL_error(L, "spawn: unknown option '%s' (it takes cwd, env)", k);
-      lua_pop(L, 1);
-    }
-    if (lua_getfield(L, 3, "cwd") != LUA_TNIL) {
-      if (!*check_cstring(L, -1, "cwd"))
-        luaL_error(L, "cwd is empty (leave it out to run in the workdir)");
-      lua_setfield(L, opts, "cwd");
-    } else {
-      lua_pop(L, 1);
-    }
-    if (lua_getfield(L, 3, "env") != LUA_TNIL) {
-      copy_string_map(L, -1, "env", 1, 0);
-      lua_setfield(L, opts, "env");
-    }
-    lua_settop(L, opts);
-  }
-  lua_pushvalue(L, argv);
-  lua_pushvalue(L, opts);
-  lua_remove(L, argv);
-  lua_remove(L, argv);
+  need_slot(L, "spawn", "run a long-lived process with streams (sandbox:spawn, "
+            "used for MCP servers inside a sandbox): not supported on this "
+            "backend yet; use the local backend");
+  push_command(L, "spawn", spawn_options, 0);
   return dispatch(L, "spawn", 2, finish_k);
 }
 
@@ -1273,11 +1280,7 @@ static int m_list_dir(lua_State *L) {
 }
 
 static void need_tags(lua_State *L) {
-  if (!has_slot(L, 1, "read_tags")) {
-    sb_field(L, 1, "backend");
-    lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported",
-                       "the %s backend cannot hold tags", lua_tostring(L, -1));
-  }
+  need_slot(L, "read_tags", "hold tags");
 }
 
 /*** The sandbox's tags (including the reserved lash_ ones).
@@ -1296,14 +1299,7 @@ static int m_read_tags(lua_State *L) {
 ** @function sandbox:snapshot */
 static int m_snapshot(lua_State *L) {
   check_open(L, 1);
-  lua_settop(L, 1);
-  if (sb_field(L, 1, "fns") != LUA_TTABLE ||
-      lua_getfield(L, -1, "snapshot") != LUA_TFUNCTION) {
-    sb_field(L, 1, "backend");
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported",
-                              "the %s backend cannot snapshot a sandbox",
-                              lua_tostring(L, -1));
-  }
+  need_slot(L, "snapshot", "snapshot a sandbox");
   lua_settop(L, 1);
   return dispatch(L, "snapshot", 0, finish_k);
 }
@@ -1800,6 +1796,22 @@ static int l_decode_network(lua_State *L) {
   return 1;
 }
 
+/* Push the defaults the core applies (the one place they are set), by the
+** names describe shows. */
+static void push_defaults(lua_State *L) {
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, DEFAULT_LIFETIME);
+  lua_setfield(L, -2, "lifetime");
+  lua_pushinteger(L, DEFAULT_EXEC_TIMEOUT);
+  lua_setfield(L, -2, "exec_timeout");
+  lua_pushinteger(L, DEFAULT_MAX_OUTPUT);
+  lua_setfield(L, -2, "max_output_bytes");
+  lua_pushinteger(L, DEFAULT_MAX_READ);
+  lua_setfield(L, -2, "max_read_bytes");
+  lua_pushinteger(L, DESTROY_TIMEOUT);
+  lua_setfield(L, -2, "destroy_timeout");
+}
+
 /* Push the option names of the set t.field as a sorted list. */
 static void push_option_list(lua_State *L, int t, const char *field) {
   const char *names[64];
@@ -1824,7 +1836,9 @@ static void push_option_list(lua_State *L, int t, const char *field) {
 ** capability) can check its options before anything is created: {name,
 ** create_options, config_options, generic_options (sorted lists of names),
 ** default_workdir, can_tag (read_tags/write_tags: attach and release
-** work), atomic_claims (cas_tags)}. Raises for an unknown backend, naming
+** work), atomic_claims (cas_tags), defaults (what the core applies when an
+** option is left out: lifetime, exec_timeout, max_output_bytes,
+** max_read_bytes, destroy_timeout)}. Raises for an unknown backend, naming
 ** the known ones.
 ** @function describe
 ** @tparam string name */
@@ -1855,6 +1869,8 @@ static int l_describe(lua_State *L) {
   lua_pushboolean(L, lua_getfield(L, fns, "cas_tags") == LUA_TFUNCTION);
   lua_setfield(L, -3, "atomic_claims");
   lua_pop(L, 1);
+  push_defaults(L);
+  lua_setfield(L, -2, "defaults");
   return 1;
 }
 
@@ -1898,5 +1914,7 @@ int lash_open_sandbox(lua_State *L) {
   lua_pushliteral(L, LASH_SB_TAG_WORKDIR);
   lua_setfield(L, -2, "workdir");
   lua_setfield(L, -2, "tags");
+  push_defaults(L);
+  lua_setfield(L, -2, "defaults");
   return 1;
 }

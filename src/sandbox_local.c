@@ -24,6 +24,7 @@
 #include "output.h"
 #include "runtime.h"
 #include "proc.h"
+#include "json.h"
 
 #include <dirent.h>
 #include <stddef.h>
@@ -63,11 +64,7 @@ static const char *const create_options[] = {"rootfs", "limits", "isolation",
                                              NULL};
 static const char *const config_options[] = {"state_root", "bwrap", NULL};
 
-static double wall_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#define wall_now lash_sandbox_wall_now
 
 /* ---- to-be-closed holders --------------------------------------------- */
 
@@ -176,12 +173,9 @@ static void meta_load(lua_State *L, lsb_box *b, const char *id) {
   if (rc)
     lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone", "cannot read the "
                        "metadata of sandbox '%s': %s", id, strerror(-rc));
-  lash_sandbox_json(L);
-  lua_getfield(L, -1, "decode");
-  lua_remove(L, -2);
-  lua_pushlstring(L, data, len);
+  rc = lash_sandbox_json_decode(L, data, len);
   free(data);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK || !lua_istable(L, -1))
+  if (!rc || !lua_istable(L, -1))
     lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "corrupt", "the metadata of "
                        "sandbox '%s' is damaged; destroy it", id);
 }
@@ -191,11 +185,7 @@ static int meta_save(lua_State *L, lsb_box *b, int idx) {
   const char *s;
   size_t len;
   idx = lua_absindex(L, idx);
-  lash_sandbox_json(L);
-  lua_getfield(L, -1, "encode");
-  lua_remove(L, -2);
-  lua_pushvalue(L, idx);
-  lua_call(L, 1, 1);
+  lash_json_encode(L, idx, LASH_JSON_HASH_ORDER);
   s = lua_tolstring(L, -1, &len);
   {
     int rc = lsb_write_atomic(b->dirfd, "meta.json", s, len, 0600);
@@ -708,7 +698,7 @@ static int local_create(lua_State *L) {
   if (lua_getfield(L, spec, "rootfs") != LUA_TNIL) {
     struct stat st;
     const char *r = lua_tostring(L, -1);
-    if (!r || r[0] != '/' || lsb_path_normalize(r, rootfs, sizeof rootfs))
+    if (!r || r[0] != '/' || lash_sandbox_path_normalize(r, rootfs, sizeof rootfs))
       luaL_error(L, "rootfs must be an absolute path to a directory");
     if (stat(rootfs, &st) != 0 || !S_ISDIR(st.st_mode))
       luaL_error(L, "rootfs %s is not a directory", rootfs);
@@ -916,10 +906,7 @@ static int local_create(lua_State *L) {
   lua_setfield(L, meta_idx, "id");
   /* encode before touching the disk further, so no Lua error can strike
   ** between here and the rollback below */
-  lash_sandbox_json(L);
-  lua_getfield(L, -1, "encode");
-  lua_pushvalue(L, meta_idx);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+  if (!lash_sandbox_json_encode(L, meta_idx, 0)) {
     snprintf(where, sizeof where, "%s/%s", root, id);
     lsb_box_close(b);
     if (cg.version && lsb_cgroup_remove(&cg) == 0) lsb_cgroup_unregister(id);
@@ -1268,31 +1255,14 @@ static void spawn_opts_for(lsb_spawn_opts *so, const meta *m) {
 static int exec_k(lua_State *L, int status, lua_KContext ctx) {
   exec_op *op = (exec_op *)ctx;
   int code;
-  const char *s;
-  size_t n;
   (void)status;
   lash_wait_check(L, &op->w);
   exec_teardown(op);
   if (WIFEXITED(op->status)) code = WEXITSTATUS(op->status);
   else if (WIFSIGNALED(op->status)) code = 128 + WTERMSIG(op->status);
   else code = -1;
-  lua_createtable(L, 0, 8);
-  s = lash_ring_view(&op->out, &n);
-  lua_pushlstring(L, s ? s : "", n);
-  lua_setfield(L, -2, "stdout");
-  s = lash_ring_view(&op->err, &n);
-  lua_pushlstring(L, s ? s : "", n);
-  lua_setfield(L, -2, "stderr");
-  lua_pushboolean(L, lash_ring_dropped(&op->out));
-  lua_setfield(L, -2, "stdout_truncated");
-  lua_pushboolean(L, lash_ring_dropped(&op->err));
-  lua_setfield(L, -2, "stderr_truncated");
-  lua_pushinteger(L, code);
-  lua_setfield(L, -2, "exit_code");
-  lua_pushboolean(L, op->timed_out);
-  lua_setfield(L, -2, "timed_out");
-  lua_pushinteger(L, op->applied);
-  lua_setfield(L, -2, "applied_timeout");
+  lash_sandbox_push_exec_result(L, &op->out, &op->err, code, op->timed_out,
+                                op->applied);
   if (op->start_err) {
     int e = op->start_err;
     lash_ring_free(&op->out);
@@ -1371,7 +1341,6 @@ static lsb_super *ensure_super(lua_State *L, const char *root, const meta *m,
   lsb_jail j;
   lsb_view *v;
   char msg[512];
-  double left;
   int rc;
   if (s && lsb_super_alive(s)) return s;
   if (!s) {
@@ -1402,8 +1371,8 @@ static lsb_super *ensure_super(lua_State *L, const char *root, const meta *m,
   spec.spawn.drop = m->drop;
   spec.spawn.uid = m->uid;
   spec.spawn.gid = m->gid;
-  left = ceil(m->expires_at - wall_now());
-  spec.expires_in = left < 1 ? 1 : left > 1e9 ? 1000000000L : (long)left;
+  spec.expires_in = (long)lash_sandbox_deadline(LASH_SB_MAX_SECONDS,
+                                                m->expires_at, 0);
   spec.box_dirfd = box->dirfd;
   spec.spawn.cgroup_fds[0] = spec.spawn.cgroup_fds[1] = -1;
   /* the jail goes into the sandbox's group, or not at all: its limits must
@@ -1437,7 +1406,6 @@ static int local_exec(lua_State *L) {
   meta m;
   int metat, envt, rc;
   lua_Integer timeout, maxout, applied;
-  double left;
   lsb_argv argv, envs;
   lsb_spawn sp;
   lsb_spawn_opts so;
@@ -1465,13 +1433,10 @@ static int local_exec(lua_State *L) {
   maxout = lua_tointeger(L, -1);
   lua_pop(L, 2);
   /* never past the sandbox's own end */
-  left = m.expires_at - wall_now();
-  applied = timeout;
-  if (left < (double)applied) applied = (lua_Integer)ceil(left);
-  if (applied < 1) applied = 1;
+  applied = lash_sandbox_deadline(timeout, m.expires_at, 0);
   /* cwd, relative to the workdir */
   if (lua_getfield(L, 4, "cwd") == LUA_TSTRING) {
-    if (lsb_path_join(m.workdir, lua_tostring(L, -1), cwd, sizeof cwd) != 0)
+    if (lash_sandbox_path_join(m.workdir, lua_tostring(L, -1), cwd, sizeof cwd) != 0)
       luaL_error(L, "cwd is too long");
   } else {
     snprintf(cwd, sizeof cwd, "%s", m.workdir);
@@ -1723,7 +1688,7 @@ static int local_spawn(lua_State *L) {
   rc = 0;
   handle = lash_proc_push_empty(L);                 /* 7: owns the child */
   if (lua_getfield(L, 4, "cwd") == LUA_TSTRING) {
-    if (lsb_path_join(m.workdir, lua_tostring(L, -1), cwd, sizeof cwd) != 0)
+    if (lash_sandbox_path_join(m.workdir, lua_tostring(L, -1), cwd, sizeof cwd) != 0)
       luaL_error(L, "cwd is too long");
   } else {
     snprintf(cwd, sizeof cwd, "%s", m.workdir);
@@ -1968,21 +1933,10 @@ static void raise_fop(lua_State *L, const lsb_reply *r, const char *path,
     lash_sandbox_raise(L, LASH_SB_ERROR, "is_dir", "'%s' is a directory",
                        path);
     break;
-  case LSB_E_TOOLARGE: {
-    char a[32], b[32];
-    lash_format_size((uint64_t)r->a, a, sizeof a);
-    lash_format_size((uint64_t)r->b, b, sizeof b);
-    lua_pushfstring(L, "'%s' is %s, over the %s read limit", path, a, b);
-    lash_sandbox_push_error(L, LASH_SB_ERROR, "too_large", lua_tostring(L, -1));
-    lua_pushinteger(L, (lua_Integer)r->a);
-    lua_setfield(L, -2, "size");
-    lua_pushinteger(L, (lua_Integer)r->b);
-    lua_setfield(L, -2, "max_bytes");
-    lua_pushstring(L, path);
-    lua_setfield(L, -2, "path");
-    lua_error(L);
+  case LSB_E_TOOLARGE:
+    lash_sandbox_raise_too_large(L, path, (lua_Integer)r->a, (lua_Integer)r->b,
+                                 NULL);
     break;
-  }
   case LSB_E_NOTREG:
     lash_sandbox_raise(L, LASH_SB_ERROR, "not_regular", "'%s' is not a "
                        "regular file", path);
@@ -2104,7 +2058,7 @@ static int fileop(lua_State *L, int opcode) {
   p = luaL_checkstring(L, 3);
   lua_settop(L, 4);
   load(L, 1, id, root, sizeof root, &box, &m, 0);   /* 5 box, 6 meta */
-  if (lsb_path_join(m.workdir, p, path, sizeof path) != 0)
+  if (lash_sandbox_path_join(m.workdir, p, path, sizeof path) != 0)
     lash_sandbox_raise(L, LASH_SB_ERROR, "invalid", "'%s': not a usable path",
                        p);
   v = build_view(L, root, &m, 1);                     /* 7 */

@@ -23,7 +23,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define LSB_PATH_MAX 4096
+#include "sandbox_path.h"
+
+#define LSB_PATH_MAX LASH_SB_PATH_MAX
 
 /* ---- ids ------------------------------------------------------------ */
 
@@ -39,13 +41,7 @@ int lsb_id_valid(const char *s);
 
 /* ---- paths ---------------------------------------------------------- */
 
-/* Lexical normalization of an absolute path: "//" and "." dropped, ".."
-** pops (and stays at "/" at the top), no trailing slash ("/" alone for the
-** root). Returns 0, or -EINVAL (not absolute, or a NUL/empty input) or
-** -ENAMETOOLONG. */
-int lsb_path_normalize(const char *in, char *out, size_t outsz);
-/* Normalize rel against the absolute base (rel may itself be absolute). */
-int lsb_path_join(const char *base, const char *rel, char *out, size_t outsz);
+/* Normalizing and joining are the core's (sandbox_path.h). */
 /* 1 if the normalized path equals prefix or lies below it (component-wise:
 ** "/a/bc" is not under "/a/b"). */
 int lsb_path_under(const char *path, const char *prefix);

@@ -963,10 +963,9 @@ static int fs_begin(lua_State *L, mop *op, const char *json, const char *stdin_d
 ** value, or returns 0 (popping it) when it does not parse. */
 static int json_decode(lua_State *L) {
   int s = lua_gettop(L);
-  lash_sandbox_json(L);
-  lua_getfield(L, -1, "decode");
-  lua_pushvalue(L, s);
-  int ok = lua_pcall(L, 1, 1, 0) == LUA_OK;
+  size_t len;
+  const char *text = lua_tolstring(L, s, &len);
+  int ok = text && lash_sandbox_json_decode(L, text, len);
   if (!ok) { lua_settop(L, s - 1); return 0; }
   lua_replace(L, s);
   lua_settop(L, s);
@@ -1003,7 +1002,7 @@ static int fs_raise(lua_State *L, mop *op, const char *action) {
   if (!strcmp(kind, "AlreadyExists") || !strcmp(kind, "PathAlreadyExists"))
     return sb_raise(L, LASH_SB_ERROR, "not_dir", "'%s': a parent is not a directory", op->path);
   if (!strcmp(kind, "FileTooLarge"))
-    return sb_raise(L, LASH_SB_ERROR, "too_large", "'%s' is too large: %s", op->path, msg);
+    return lash_sandbox_raise_too_large(L, op->path, -1, -1, msg);
   return sb_raise(L, LASH_SB_ERROR, "fs_error", "'%s': cannot %s it: %s", op->path, action, msg);
 }
 
@@ -1522,12 +1521,12 @@ static int exec_run(lua_State *L, mop *op) {
     return sb_raise(L, LASH_SB_ERROR, "too_long", "the command line is %zu bytes; "
                               "Modal takes at most 65536 (write long inputs to a file or "
                               "pass them on stdin)", total);
-  lua_Integer timeout = 60, maxout = 1024 * 1024;
-  if (lua_getfield(L, 4, "timeout") == LUA_TNUMBER) timeout = lua_tointeger(L, -1);
-  if (lua_getfield(L, 4, "max_output_bytes") == LUA_TNUMBER) maxout = lua_tointeger(L, -1);
+  /* the core checked and defaulted both (sandbox.h) */
+  lua_getfield(L, 4, "timeout");
+  lua_getfield(L, 4, "max_output_bytes");
+  lua_Integer timeout = lash_sandbox_deadline(lua_tointeger(L, -2), 0, MAX_LIFETIME);
+  lua_Integer maxout = lua_tointeger(L, -1);
   lua_pop(L, 2);
-  if (timeout < 1) timeout = 1;
-  if (timeout > MAX_LIFETIME) timeout = MAX_LIFETIME;
   const char *cwd = NULL;
   if (lua_getfield(L, 4, "cwd") == LUA_TSTRING) cwd = abs_path(L, op, lua_tostring(L, -1));
   lua_pop(L, 1);
@@ -1573,21 +1572,8 @@ static int exec_k(lua_State *L, int status, lua_KContext ctx) {
         if (!timed_out && (code == 137 || (x->has_signal && x->sig == 9)) &&
             took >= x->timeout - 0.5)
           timed_out = 1;
-        lua_createtable(L, 0, 7);
-        push_ring(L, &x->out.ring);
-        lua_setfield(L, -2, "stdout");
-        push_ring(L, &x->err.ring);
-        lua_setfield(L, -2, "stderr");
-        lua_pushboolean(L, lash_ring_dropped(&x->out.ring));
-        lua_setfield(L, -2, "stdout_truncated");
-        lua_pushboolean(L, lash_ring_dropped(&x->err.ring));
-        lua_setfield(L, -2, "stderr_truncated");
-        lua_pushinteger(L, code);
-        lua_setfield(L, -2, "exit_code");
-        lua_pushboolean(L, timed_out);
-        lua_setfield(L, -2, "timed_out");
-        lua_pushinteger(L, x->timeout);
-        lua_setfield(L, -2, "applied_timeout");
+        lash_sandbox_push_exec_result(L, &x->out.ring, &x->err.ring, code,
+                                      timed_out, x->timeout);
         return 1;
       }
       default:
@@ -1700,20 +1686,8 @@ static int file_k(lua_State *L, int status, lua_KContext ctx) {
                             "was read (over the %s read limit, now %lld bytes); read it "
                             "again", op->path, b, (long long)size);
           }
-          {
-            char a[32], b[32];
-            lash_format_size((uint64_t)size, a, sizeof a);
-            lash_format_size((uint64_t)op->max_bytes, b, sizeof b);
-            lua_pushfstring(L, "'%s' is %s, over the %s read limit", op->path, a, b);
-            lash_sandbox_push_error(L, LASH_SB_ERROR, "too_large", lua_tostring(L, -1));
-            lua_pushinteger(L, size);
-            lua_setfield(L, -2, "size");
-            lua_pushinteger(L, op->max_bytes);
-            lua_setfield(L, -2, "max_bytes");
-            lua_pushstring(L, op->path);
-            lua_setfield(L, -2, "path");
-            return lua_error(L);
-          }
+          return lash_sandbox_raise_too_large(L, op->path, size, op->max_bytes,
+                                              NULL);
         }
         push_stat(L, -1);
         return 1;
@@ -1760,8 +1734,8 @@ static int file_k(lua_State *L, int status, lua_KContext ctx) {
         int r;
         if ((r = fs_done(L, op, "list")) != 0) return r;
         if (lash_ring_dropped(&op->x.out.ring))
-          return sb_raise(L, LASH_SB_ERROR, "too_large",
-                                    "the listing of %s is larger than 64 MiB", op->path);
+          return lash_sandbox_raise_too_large(L, op->path, -1, 64 << 20,
+                                              "its listing is larger than 64 MiB");
         push_ring(L, &op->x.out.ring);
         if (!json_decode(L) || !lua_istable(L, -1))
           return sb_raise(L, LASH_SB_ERROR, "bad_reply",
