@@ -227,6 +227,14 @@ static void push_object(lua_State *L, int fns, int cfg, int id, int mode,
   luaL_setmetatable(L, LASH_SB_MT);
 }
 
+/* Push the slot function of the object at 1 and its first two arguments,
+** cfg and id: the start of every call into its backend. */
+void lash_sandbox_push_call(lua_State *L, const char *slot) {
+  lash_sandbox_push_slot(L, 1, slot);
+  lash_sandbox_field(L, 1, "cfg");
+  lash_sandbox_field(L, 1, "id");
+}
+
 /* Push the slot function of the object at idx, or raise. */
 void lash_sandbox_push_slot(lua_State *L, int idx, const char *slot) {
   lash_sandbox_field(L, idx, "fns");
@@ -362,9 +370,7 @@ static int start_close(lua_State *L, lua_KFunction k) {
     return k(L, LUA_OK, 1);
   }
   o->closed = 1;
-  lash_sandbox_push_slot(L, 1, "destroy");
-  lash_sandbox_field(L, 1, "cfg");
-  lash_sandbox_field(L, 1, "id");
+  lash_sandbox_push_call(L, "destroy");
   lua_pushnumber(L, LASH_SB_DEFAULT_DESTROY);
   return k(L, lua_pcallk(L, 3, 0, 0, 1, k), 1);
 }

@@ -205,6 +205,14 @@ int lash_sandbox_raise_too_large(lua_State *L, const char *path,
                                  lua_Integer size, lua_Integer max_bytes,
                                  const char *why);
 
+/* Raise the "sandbox" error of a file operation that failed on path for
+** one of these reasons, with the same code and wording on every backend
+** (so the tools read the same): not_found, is_dir, not_dir (also for a
+** parent that is not a directory), not_regular. */
+enum { LASH_SB_PATH_NOT_FOUND, LASH_SB_PATH_IS_DIR, LASH_SB_PATH_NOT_DIR,
+       LASH_SB_PATH_PARENT_NOT_DIR, LASH_SB_PATH_NOT_REGULAR };
+int lash_sandbox_raise_path(lua_State *L, int why, const char *path);
+
 /* lash's JSON codec (json.h) in a protected call, so a backend can clean up
 ** before it raises. encode pushes the text of the value at idx (canonical:
 ** sorted keys); decode pushes the value of s. Both return 1, or 0 with the

@@ -33,6 +33,23 @@ static const char *tag(lua_State *L, int tags, const char *key) {
   return v && *v ? v : NULL;
 }
 
+/* Begin cas_tags(cfg, id, {lash_holder = expect or false}, <new tags at
+** idx>): the replacement happens only while the holder mark is as read. */
+static void push_cas(lua_State *L, const char *expect, int idx) {
+  lash_sandbox_push_call(L, "cas_tags");
+  lua_createtable(L, 0, 1);
+  if (expect) lua_pushstring(L, expect);
+  else lua_pushboolean(L, 0);
+  lua_setfield(L, -2, LASH_SB_TAG_HOLDER);
+  lua_pushvalue(L, idx);
+}
+
+/* Begin write_tags(cfg, id, <new tags at idx>). */
+static void push_write(lua_State *L, int idx) {
+  lash_sandbox_push_call(L, "write_tags");
+  lua_pushvalue(L, idx);
+}
+
 /* write_tags: 1 self, 2 user tags (checked copy), then per attempt:
 ** 3 current, 4 new, [5 ok, 6 cur]. ctx: attempt*4 + step. */
 static int wtags_k(lua_State *L, int status, lua_KContext ctx) {
@@ -41,9 +58,7 @@ static int wtags_k(lua_State *L, int status, lua_KContext ctx) {
   for (;;) {
     if (step == 0) {
       lua_settop(L, 2);
-      lash_sandbox_push_slot(L, 1, "read_tags");
-      lash_sandbox_field(L, 1, "cfg");
-      lash_sandbox_field(L, 1, "id");
+      lash_sandbox_push_call(L, "read_tags");
       lua_callk(L, 2, 1, attempt * 4 + 1, wtags_k);
       step = 1;
     }
@@ -66,21 +81,11 @@ static int wtags_k(lua_State *L, int status, lua_KContext ctx) {
       }
       if (lash_sandbox_has_slot(L, 1, "cas_tags")) {
         holder = tag(L, 3, LASH_SB_TAG_HOLDER);
-        lash_sandbox_push_slot(L, 1, "cas_tags");
-        lash_sandbox_field(L, 1, "cfg");
-        lash_sandbox_field(L, 1, "id");
-        lua_createtable(L, 0, 1);
-        if (holder) lua_pushstring(L, holder);
-        else lua_pushboolean(L, 0);
-        lua_setfield(L, -2, LASH_SB_TAG_HOLDER);
-        lua_pushvalue(L, 4);
+        push_cas(L, holder, 4);
         lua_callk(L, 4, 2, attempt * 4 + 2, wtags_k);
         step = 2;
       } else {
-        lash_sandbox_push_slot(L, 1, "write_tags");
-        lash_sandbox_field(L, 1, "cfg");
-        lash_sandbox_field(L, 1, "id");
-        lua_pushvalue(L, 4);
+        push_write(L, 4);
         lua_callk(L, 3, 0, attempt * 4 + 3, wtags_k);
         step = 3;
       }
@@ -201,20 +206,11 @@ static int attach_k(lua_State *L, int status, lua_KContext ctx) {
     lua_pushvalue(L, 3);
     lua_setfield(L, 5, LASH_SB_TAG_HOLDER);
     if (lash_sandbox_has_slot(L, 1, "cas_tags")) {
-      lash_sandbox_push_slot(L, 1, "cas_tags");
-      lash_sandbox_field(L, 1, "cfg");
-      lash_sandbox_field(L, 1, "id");
-      lua_createtable(L, 0, 1);
-      lua_pushboolean(L, 0);
-      lua_setfield(L, -2, LASH_SB_TAG_HOLDER);
-      lua_pushvalue(L, 5);
+      push_cas(L, NULL, 5);
       lua_callk(L, 4, 2, 2, attach_k);
       step = 2;
     } else {
-      lash_sandbox_push_slot(L, 1, "write_tags");
-      lash_sandbox_field(L, 1, "cfg");
-      lash_sandbox_field(L, 1, "id");
-      lua_pushvalue(L, 5);
+      push_write(L, 5);
       lua_callk(L, 3, 0, 3, attach_k);
       step = 3;
     }
@@ -228,9 +224,7 @@ static int attach_k(lua_State *L, int status, lua_KContext ctx) {
   }
   if (step == 3) {
     lua_settop(L, 5);
-    lash_sandbox_push_slot(L, 1, "read_tags");
-    lash_sandbox_field(L, 1, "cfg");
-    lash_sandbox_field(L, 1, "id");
+    lash_sandbox_push_call(L, "read_tags");
     lua_callk(L, 2, 1, 4, attach_k);
     step = 4;
   }
@@ -251,9 +245,7 @@ int lash_sandbox_claim_attach(lua_State *L) {
   lash_sandbox_opt_identity(L, 3, "holder");
   lash_sandbox_claim_need_tags(L);
   lua_settop(L, 3);
-  lash_sandbox_push_slot(L, 1, "read_tags");
-  lash_sandbox_field(L, 1, "cfg");
-  lash_sandbox_field(L, 1, "id");
+  lash_sandbox_push_call(L, "read_tags");
   lua_callk(L, 2, 1, 1, attach_k);
   return attach_k(L, LUA_OK, 1);
 }
@@ -274,20 +266,11 @@ static int release_k(lua_State *L, int status, lua_KContext ctx) {
     lua_pushnil(L);
     lua_setfield(L, 4, LASH_SB_TAG_HOLDER);
     if (lash_sandbox_has_slot(L, 1, "cas_tags")) {
-      lash_sandbox_push_slot(L, 1, "cas_tags");
-      lash_sandbox_field(L, 1, "cfg");
-      lash_sandbox_field(L, 1, "id");
-      lua_createtable(L, 0, 1);
-      lua_pushvalue(L, 2);
-      lua_setfield(L, -2, LASH_SB_TAG_HOLDER);
-      lua_pushvalue(L, 4);
+      push_cas(L, lua_tostring(L, 2), 4);
       lua_callk(L, 4, 1, 2, release_k);
       return release_k(L, LUA_OK, 2);
     }
-    lash_sandbox_push_slot(L, 1, "write_tags");
-    lash_sandbox_field(L, 1, "cfg");
-    lash_sandbox_field(L, 1, "id");
-    lua_pushvalue(L, 4);
+    push_write(L, 4);
     lua_callk(L, 3, 0, 3, release_k);
     step = 3;
   }
@@ -305,9 +288,7 @@ int lash_sandbox_claim_release(lua_State *L) {
   lash_sandbox_opt_identity(L, 2, "holder");
   lash_sandbox_claim_need_tags(L);
   lua_settop(L, 2);
-  lash_sandbox_push_slot(L, 1, "read_tags");
-  lash_sandbox_field(L, 1, "cfg");
-  lash_sandbox_field(L, 1, "id");
+  lash_sandbox_push_call(L, "read_tags");
   lua_callk(L, 2, 1, 1, release_k);
   return release_k(L, LUA_OK, 1);
 }

@@ -45,6 +45,8 @@ int  lash_sandbox_field(lua_State *L, int idx, const char *field);
 /* Push the slot function of the object at idx, or raise. */
 void lash_sandbox_push_slot(lua_State *L, int idx, const char *slot);
 int  lash_sandbox_has_slot(lua_State *L, int idx, const char *slot);
+/* Push the slot of the object at 1, then cfg and id: its call begun. */
+void lash_sandbox_push_call(lua_State *L, const char *slot);
 /* Raise "unsupported" ("the <backend> backend cannot <cannot>") unless the
 ** backend of the object at 1 has slot. */
 void lash_sandbox_need_slot(lua_State *L, const char *slot, const char *cannot);

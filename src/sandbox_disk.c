@@ -9,7 +9,7 @@
 ** live in the host's mount namespace; one lost at a reboot is made again
 ** on the sandbox's next use. Root only (mount, loop devices).
 */
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -64,6 +64,22 @@ int lash_sandbox_raise_too_large(lua_State *L, const char *path,
   return lua_error(L);
 }
 
+int lash_sandbox_raise_path(lua_State *L, int why, const char *path) {
+  static const struct { const char *code, *fmt; } reasons[] = {
+    {"not_found", "'%s': No such file or directory"},
+    {"is_dir", "'%s' is a directory"},
+    {"not_dir", "'%s': Not a directory"},
+    {"not_dir", "'%s': a parent is not a directory"},
+    {"not_regular", "'%s' is not a regular file"},
+  };
+  if (why < 0 || why >= (int)(sizeof reasons / sizeof *reasons))
+    return luaL_error(L, "lash_sandbox_raise_path: bad reason %d", why);
+  return lash_sandbox_raise(L, LASH_SB_ERROR, reasons[why].code,
+                            reasons[why].fmt, path);
+}
+
+/* ---- the exec result ---------------------------------------------------- */
+
 static void push_ring(lua_State *L, lash_ring *r) {
   size_t n;
   const char *p = lash_ring_view(r, &n);

@@ -7,7 +7,7 @@
 ** uids reserved for sandboxes, path normalization, and a tree removal
 ** that never follows symlinks.
 */
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
 ** job records, and the reservation of host uids.
 */
 #include "t.h"
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
