@@ -120,7 +120,7 @@ describe("sandbox:spawn, local backend", function()
     local s <close> = new {}
     assert.has_error(function() s:spawn {} end)
     assert.has_error(function() s:spawn({ "cat" }, { timeout = 5 }) end,
-      "spawn: unknown option 'timeout' (it takes cwd, env)")
+      "spawn: unknown option 'timeout' (known: cwd, env)")
     s:destroy()
     assert.has_error(function() s:spawn { "cat" } end)
   end)

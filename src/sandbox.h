@@ -118,6 +118,10 @@
 #include "lua.h"
 #include "lauxlib.h"
 
+#include <stddef.h>
+
+#include "sandbox_path.h"   /* paths, the same for every backend */
+
 #define LASH_SB_ERROR       "sandbox"
 #define LASH_SB_UNAVAILABLE "unavailable"
 #define LASH_SB_AUTH        "auth"
@@ -165,8 +169,55 @@ void lash_sandbox_push_error(lua_State *L, const char *kind, const char *code,
 int  lash_sandbox_raise(lua_State *L, const char *kind, const char *code,
                         const char *fmt, ...);
 
-/* lash's JSON codec as a table with encode and decode (ljson.c; made
-** once, cached in the registry), pushed. */
-void lash_sandbox_json(lua_State *L);
+/* ---- what the core owns for every backend ------------------------------------
+** Backends call these instead of writing their own: one owner each. */
+
+/* The defaults, the one place they are set (`describe` shows them as
+** `defaults`, under these names). */
+#define LASH_SB_DEFAULT_LIFETIME     300                 /* lifetime, s */
+#define LASH_SB_DEFAULT_EXEC_TIMEOUT 60                  /* exec_timeout, s */
+#define LASH_SB_DEFAULT_MAX_OUTPUT   (1024 * 1024)       /* max_output_bytes,
+                                                         ** per stream */
+#define LASH_SB_DEFAULT_MAX_READ     (5 * 1024 * 1024)   /* max_read_bytes */
+#define LASH_SB_DEFAULT_DESTROY      30                  /* destroy_timeout, s */
+#define LASH_SB_MAX_SECONDS          1000000000          /* any duration */
+
+/* Wall-clock seconds (CLOCK_REALTIME): expiry stamps are wall time. */
+double lash_sandbox_wall_now(void);
+
+/* The deadline of one command in whole seconds: `requested` (>= 1, as the
+** core checked it), no later than the sandbox's end when expires_at > 0
+** (wall seconds), at most ceiling when ceiling > 0, and at least 1. */
+lua_Integer lash_sandbox_deadline(lua_Integer requested, double expires_at,
+                                  lua_Integer ceiling);
+
+struct lash_ring;
+/* Push exec's result table (see exec above) from the two tail rings. */
+void lash_sandbox_push_exec_result(lua_State *L, struct lash_ring *out,
+                                   struct lash_ring *err, lua_Integer exit_code,
+                                   int timed_out, lua_Integer applied_timeout);
+
+/* Raise the "sandbox" error of code "too_large" for path: with size >= 0,
+** "'path' is <size>, over the <max_bytes> read limit" and the fields size,
+** max_bytes and path; with size < 0 (the backend knows no size) the reason
+** `why` instead, and the fields it knows. */
+int lash_sandbox_raise_too_large(lua_State *L, const char *path,
+                                 lua_Integer size, lua_Integer max_bytes,
+                                 const char *why);
+
+/* Raise the "sandbox" error of a file operation that failed on path for
+** one of these reasons, with the same code and wording on every backend
+** (so the tools read the same): not_found, is_dir, not_dir (also for a
+** parent that is not a directory), not_regular. */
+enum { LASH_SB_PATH_NOT_FOUND, LASH_SB_PATH_IS_DIR, LASH_SB_PATH_NOT_DIR,
+       LASH_SB_PATH_PARENT_NOT_DIR, LASH_SB_PATH_NOT_REGULAR };
+int lash_sandbox_raise_path(lua_State *L, int why, const char *path);
+
+/* lash's JSON codec (json.h) in a protected call, so a backend can clean up
+** before it raises. encode pushes the text of the value at idx (canonical:
+** sorted keys); decode pushes the value of s. Both return 1, or 0 with the
+** error message pushed instead. */
+int lash_sandbox_json_encode(lua_State *L, int idx, int canonical);
+int lash_sandbox_json_decode(lua_State *L, const char *s, size_t len);
 
 #endif

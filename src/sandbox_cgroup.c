@@ -13,7 +13,7 @@
 ** root deleted) are found and removed when the next sandbox is made.
 ** Nothing else in the backend knows how cgroups are laid out.
 */
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <dirent.h>
 #include <errno.h>

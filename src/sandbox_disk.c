@@ -16,7 +16,7 @@
 ** the caller warns. The image is sparse and mounted with discard, so it
 ** takes on the host only what the sandbox keeps.
 */
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
 ** credentials of an unprivileged uid taken before bwrap runs, so the jail
 ** holds no host privilege at all.
 */
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
 #ifndef lash_sandbox_local_snapshot_h
 #define lash_sandbox_local_snapshot_h
 
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <sys/types.h>
 

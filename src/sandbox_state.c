@@ -7,7 +7,7 @@
 ** uids reserved for sandboxes, path normalization, and a tree removal
 ** that never follows symlinks.
 */
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -59,54 +59,6 @@ int lsb_id_valid(const char *s) {
 
 /* ---- paths ---------------------------------------------------------- */
 
-int lsb_path_normalize(const char *in, char *out, size_t outsz) {
-  size_t o = 1;
-  const char *p = in;
-  if (!in || in[0] != '/' || outsz < 2) return -EINVAL;
-  out[0] = '/';
-  while (*p) {
-    const char *s;
-    size_t n;
-    while (*p == '/') p++;
-    if (!*p) break;
-    s = p;
-    while (*p && *p != '/') p++;
-    n = (size_t)(p - s);
-    if (n == 1 && s[0] == '.') continue;
-    if (n == 2 && s[0] == '.' && s[1] == '.') {
-      /* pop the last component; at the top ".." stays at "/" */
-      while (o > 1 && out[o - 1] != '/') o--;
-      if (o > 1) o--;
-      continue;
-    }
-    if (o > 1) {
-      if (o + 1 >= outsz) return -ENAMETOOLONG;
-      out[o++] = '/';
-    }
-    if (o + n >= outsz) return -ENAMETOOLONG;
-    memcpy(out + o, s, n);
-    o += n;
-  }
-  out[o] = '\0';
-  return 0;
-}
-
-int lsb_path_join(const char *base, const char *rel, char *out,
-                  size_t outsz) {
-  char tmp[2 * LSB_PATH_MAX + 2];
-  if (!rel || !*rel) return -EINVAL;
-  if (rel[0] == '/') return lsb_path_normalize(rel, out, outsz);
-  if (!base || base[0] != '/') return -EINVAL;
-  {
-    size_t bl = strlen(base), rl = strlen(rel);
-    if (bl + rl + 2 > sizeof tmp) return -ENAMETOOLONG;
-    memcpy(tmp, base, bl);
-    tmp[bl] = '/';
-    memcpy(tmp + bl + 1, rel, rl + 1);
-  }
-  return lsb_path_normalize(tmp, out, outsz);
-}
-
 int lsb_path_under(const char *path, const char *prefix) {
   size_t n = strlen(prefix);
   if (strcmp(prefix, "/") == 0) return path[0] == '/';
@@ -122,25 +74,25 @@ int lsb_state_root(const char *configured, char *out, size_t outsz) {
   if (configured && *configured) {
     if (configured[0] != '/') {
       if (!getcwd(buf, sizeof buf)) return -errno;
-      return lsb_path_join(buf, configured, out, outsz);
+      return lash_sandbox_path_join(buf, configured, out, outsz);
     }
-    return lsb_path_normalize(configured, out, outsz);
+    return lash_sandbox_path_normalize(configured, out, outsz);
   }
   env = getenv("LASH_SANDBOX_ROOT");
   if (env && *env) return lsb_state_root(env, out, outsz);
   /* As root the jail runs as an unprivileged uid that must be able to
   ** reach the workspace; /root is not searchable by it, /var/lib is. */
   if (geteuid() == 0)
-    return lsb_path_normalize("/var/lib/lash/sandboxes", out, outsz);
+    return lash_sandbox_path_normalize("/var/lib/lash/sandboxes", out, outsz);
   env = getenv("XDG_STATE_HOME");
   if (env && env[0] == '/') {
     snprintf(buf, sizeof buf, "%s/lash/sandboxes", env);
-    return lsb_path_normalize(buf, out, outsz);
+    return lash_sandbox_path_normalize(buf, out, outsz);
   }
   env = getenv("HOME");
   if (!env || env[0] != '/') return -ENOENT;
   snprintf(buf, sizeof buf, "%s/.local/state/lash/sandboxes", env);
-  return lsb_path_normalize(buf, out, outsz);
+  return lash_sandbox_path_normalize(buf, out, outsz);
 }
 
 void lsb_state_dir(const char *root, char *out, size_t outsz) {

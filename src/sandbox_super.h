@@ -7,7 +7,7 @@
 #define lash_sandbox_super_h
 
 #include "loop.h"
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <stdint.h>
 #include <sys/types.h>

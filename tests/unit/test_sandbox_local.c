@@ -7,7 +7,7 @@
 ** job records, and the reservation of host uids.
 */
 #include "t.h"
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,19 +58,19 @@ static void test_paths(void) {
   };
   size_t i;
   for (i = 0; i < sizeof cases / sizeof *cases; i++) {
-    int rc = lsb_path_normalize(cases[i].in, out, sizeof out);
+    int rc = lash_sandbox_path_normalize(cases[i].in, out, sizeof out);
     T_OK(rc == 0 && strcmp(out, cases[i].want) == 0, "normalize %s -> %s (%s)",
          cases[i].in, cases[i].want, rc == 0 ? out : "error");
   }
-  T_EQ_INT(lsb_path_normalize("rel/x", out, sizeof out), -EINVAL,
+  T_EQ_INT(lash_sandbox_path_normalize("rel/x", out, sizeof out), -EINVAL,
            "a relative path is refused");
-  T_EQ_INT(lsb_path_normalize("/abcdef", out, 4), -ENAMETOOLONG,
+  T_EQ_INT(lash_sandbox_path_normalize("/abcdef", out, 4), -ENAMETOOLONG,
            "a path longer than the buffer is refused");
-  T_OK(lsb_path_join("/workspace", "pkg/a.py", out, sizeof out) == 0 &&
+  T_OK(lash_sandbox_path_join("/workspace", "pkg/a.py", out, sizeof out) == 0 &&
        strcmp(out, "/workspace/pkg/a.py") == 0, "join relative");
-  T_OK(lsb_path_join("/workspace", "../../x", out, sizeof out) == 0 &&
+  T_OK(lash_sandbox_path_join("/workspace", "../../x", out, sizeof out) == 0 &&
        strcmp(out, "/x") == 0, "join with .. stays under /");
-  T_OK(lsb_path_join("/workspace", "/etc/x", out, sizeof out) == 0 &&
+  T_OK(lash_sandbox_path_join("/workspace", "/etc/x", out, sizeof out) == 0 &&
        strcmp(out, "/etc/x") == 0, "join with an absolute path takes it");
   T_OK(lsb_path_under("/a/b", "/a"), "/a/b is under /a");
   T_OK(lsb_path_under("/a", "/a"), "/a is under /a");

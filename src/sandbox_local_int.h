@@ -1,29 +1,33 @@
 /*
-** sandbox_local.h: internals of the local sandbox backend, shared by its
-** files and its unit test (not a public API):
+** sandbox_local_int.h: the C primitives of the local sandbox backend, no
+** Lua (prefix lsb_; shared by its files and its unit test, not a public
+** API):
 **   sandbox_state.c  ids, the state root, per-sandbox directories, locked
 **                    atomic metadata files, job records, tree removal;
 **   sandbox_view.c   the sandbox's filesystem view (which host directory
-**                    backs which path), path normalization and resolution,
-**                    and the file operations, run in a helper child that
-**                    holds the jail's credentials;
+**                    backs which path), path resolution, and the file
+**                    operations, run in a helper child that holds the
+**                    jail's credentials;
 **   sandbox_jail.c   the jail policy as a bubblewrap command line, masks
 **                    for host secrets, rlimits, and spawning a jailed child;
 **   sandbox_super.c  the jail built once per sandbox, and the requests to
 **                    its supervisor (src/jaild/jaild.c) that run commands;
 **   sandbox_cgroup.c the control group of each sandbox (pids, memory);
-**   sandbox_disk.c   the disk quota: a filesystem of the sandbox's own;
-**   sandbox_local.c  the backend slots (see sandbox.h) tying these together.
-** Nothing here touches Lua except sandbox_local.c.
+**   sandbox_disk.c   the disk quota: a filesystem of the sandbox's own.
+** Path normalization is the sandbox core's (sandbox_path.h). The Lua side
+** on top of these (the slots, the command engine, the file operations) is
+** declared in sandbox_local_box.h.
 */
-#ifndef lash_sandbox_local_h
-#define lash_sandbox_local_h
+#ifndef lash_sandbox_local_int_h
+#define lash_sandbox_local_int_h
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#define LSB_PATH_MAX 4096
+#include "sandbox_path.h"
+
+#define LSB_PATH_MAX LASH_SB_PATH_MAX
 
 /* ---- ids ------------------------------------------------------------ */
 
@@ -39,13 +43,7 @@ int lsb_id_valid(const char *s);
 
 /* ---- paths ---------------------------------------------------------- */
 
-/* Lexical normalization of an absolute path: "//" and "." dropped, ".."
-** pops (and stays at "/" at the top), no trailing slash ("/" alone for the
-** root). Returns 0, or -EINVAL (not absolute, or a NUL/empty input) or
-** -ENAMETOOLONG. */
-int lsb_path_normalize(const char *in, char *out, size_t outsz);
-/* Normalize rel against the absolute base (rel may itself be absolute). */
-int lsb_path_join(const char *base, const char *rel, char *out, size_t outsz);
+/* Normalizing and joining are the core's (sandbox_path.h). */
 /* 1 if the normalized path equals prefix or lies below it (component-wise:
 ** "/a/bc" is not under "/a/b"). */
 int lsb_path_under(const char *path, const char *prefix);
