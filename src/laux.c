@@ -1,5 +1,5 @@
 /*
-** laux.c: helpers every Lua binding of lash shares (see laux.h): today the
+** laux.c: helpers for C functions that take Lua arguments (see laux.h): today the
 ** one checker of option tables, so "unknown option" reads the same from
 ** every binding and lists every option the caller takes.
 */

@@ -1,7 +1,8 @@
 /*
-** laux.h: helpers every Lua binding of lash shares (the bindings layer;
-** prefix lashA_, after lauxlib's luaL_). One owner for the checks each
-** binding would otherwise write again.
+** laux.h: helpers for C functions that take Lua arguments (prefix lashA_,
+** after lauxlib's luaL_): the bindings and the sandbox core's option
+** normalisation share them, so they sit in the runtime layer. One owner for
+** the checks each binding would otherwise write again.
 */
 #ifndef lash_laux_h
 #define lash_laux_h

@@ -12,7 +12,9 @@ local M = {
 
 -- The CLI's one exit-code table (lash.cli.EXIT): ok, sandbox (1), usage,
 -- unavailable, auth, refused, timed_out (124), exec_failed (125), ...
-local EXIT = require("lash.cli").EXIT
+-- set by M.main from the cli it is handed (lash.cli requires this module,
+-- so requiring lash.cli back would be a cycle)
+local EXIT
 
 M.usage = [[
 usage: lash sandbox <subcommand> [options]
@@ -314,6 +316,7 @@ end
 -- The subcommand runs as a task, so a signal cancels what it waits on (the
 -- command of exec is killed).
 function M.main(args, cli)
+  EXIT = cli.EXIT
   local name = args[1]
   if not name then usage(cli, "missing subcommand") end
   local fn = sub[name]
@@ -345,6 +348,5 @@ function M.main(args, cli)
   return o
 end
 
-M.EXIT = EXIT
 
 return M
