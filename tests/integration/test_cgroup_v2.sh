@@ -55,10 +55,10 @@ if [ "${1:-}" = --in-vm ]; then
     LASH_BUILD="$BUILD" LASH_BIN="$LASH" bash ${LASH_VM_X:+-x} "$0" --v2-cases >/tmp/v2.out 2>&1
     sed "s/^/$MARK/" /tmp/v2.out ;;
   esac
-  # nothing the tests started may outlive them (kernel threads and this
-  # shell aside)
-  left=$(ps -eo pid,ppid,user,args --no-headers | awk '$4 !~ /^\[/ && $2 != 2 && $1 != 1' |
-         grep -v ' ps -eo\| awk \| grep ')
+  # nothing the tests started may outlive them (kernel threads, this shell
+  # and the subshell that looks, with its ps and awk, aside)
+  left=$(ps -eo pid,ppid,user,args --no-headers |
+         awk -v me="$BASHPID" '$4 !~ /^\[/ && $2 != 2 && $1 != 1 && $1 != me && $2 != me')
   if [ -z "$left" ]; then say "ok 1 - nothing the tests started is left running"
   else say "not ok 1 - nothing the tests started is left running"; echo "$left" | sed "s/^/$MARK#   left: /"; fi
   say "done"
