@@ -44,13 +44,23 @@ if [ "${1:-}" = --in-vm ]; then
   echo "+pids +memory" >/sys/fs/cgroup/cgroup.subtree_control
   # lash.parts= on the kernel's command line (LASH_VM_PARTS): only some
   parts=$(sed -n 's/.*lash\.parts=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
+  # (each part's output through a file: a process a part left behind would
+  # hold a pipe open, and is listed below instead)
   case ,${parts:-containment,v2}, in *,containment,*)
     LASH_CONTAINMENT_ONLY=cgroup LASH_CONTAINMENT_CGROUP=2 LASH_BUILD="$BUILD" LASH_BIN="$LASH" \
-      bash tests/integration/test_containment.sh 2>&1 | sed "s/^/$MARK/" ;;
+      bash tests/integration/test_containment.sh >/tmp/containment.out 2>&1
+    sed "s/^/$MARK/" /tmp/containment.out ;;
   esac
   case ,${parts:-containment,v2}, in *,v2,*)
-    LASH_BUILD="$BUILD" LASH_BIN="$LASH" bash ${LASH_VM_X:+-x} "$0" --v2-cases 2>&1 | sed "s/^/$MARK/" ;;
+    LASH_BUILD="$BUILD" LASH_BIN="$LASH" bash ${LASH_VM_X:+-x} "$0" --v2-cases >/tmp/v2.out 2>&1
+    sed "s/^/$MARK/" /tmp/v2.out ;;
   esac
+  # nothing the tests started may outlive them (kernel threads, this shell
+  # and the subshell that looks, with its ps and awk, aside)
+  left=$(ps -eo pid,ppid,user,args --no-headers |
+         awk -v me="$BASHPID" '$4 !~ /^\[/ && $2 != 2 && $1 != 1 && $1 != me && $2 != me')
+  if [ -z "$left" ]; then say "ok 1 - nothing the tests started is left running"
+  else say "not ok 1 - nothing the tests started is left running"; echo "$left" | sed "s/^/$MARK#   left: /"; fi
   say "done"
   halt
 fi
@@ -69,6 +79,10 @@ if [ "${1:-}" = --v2-cases ]; then
   cgdir() { sed -n 2p "$LASH_SANDBOX_ROOT/$1/cgroup" 2>/dev/null; }
   # in GROUP CMD...: run a command with this shell's child moved into GROUP
   in_group() { local g=$1; shift; ( echo "$BASHPID" >"$g/cgroup.procs" && exec "$@" ); }
+  # has_procs GROUP: processes in it (cgroup files have no size: read them)
+  has_procs() { [ -n "$(cat "$1/cgroup.procs" 2>/dev/null)" ]; }
+  # until GROUP has processes, bounded (an emulated CPU starts jails slowly)
+  await_procs() { local _; for _ in $(seq 600); do has_procs "$1" && return 0; sleep 0.1; done; return 1; }
 
   # --- lash in a delegated subtree, in a leaf that holds processes ---------
   # (systemd --user: lash runs in app.slice/run-N.scope; the scope holds
@@ -77,7 +91,7 @@ if [ "${1:-}" = --v2-cases ]; then
   echo "+pids +memory" >$CG/deleg/cgroup.subtree_control
   echo "+pids +memory" >$CG/deleg/app.slice/cgroup.subtree_control
   # a process of the scope's own, as a shell or a terminal would be
-  in_group $CG/deleg/app.slice/run-1.scope sleep 600 & holder=$!
+  ( echo "$BASHPID" >$CG/deleg/app.slice/run-1.scope/cgroup.procs && exec sleep 600 ) & holder=$!
   S=$(in_group $CG/deleg/app.slice/run-1.scope "$LASH" sandbox create --limit pids=33 2>"$work/err")
   d=$(cgdir "$S")
   check "lash in a delegated scope puts a sandbox beside its own group, not in it ($d)" \
@@ -88,8 +102,8 @@ if [ "${1:-}" = --v2-cases ]; then
   check "  and the default memory.max, half the RAM ($(cat "$d/memory.max" 2>/dev/null))" \
     test "$(cat "$d/memory.max" 2>/dev/null)" = $((half * 4096))
   ( in_group $CG/deleg/app.slice/run-1.scope "$LASH" sandbox exec "$S" --timeout 60 -- sleep 57.25 >/dev/null 2>&1 & )
-  for _ in $(seq 300); do [ -s "$d/cgroup.procs" ] && break; sleep 0.1; done
-  check "  and its commands run in that group ($(wc -l <"$d/cgroup.procs") processes)" test -s "$d/cgroup.procs"
+  await_procs "$d"
+  check "  and its commands run in that group ($(wc -l <"$d/cgroup.procs") processes)" has_procs "$d"
   [ -n "$S" ] && sb destroy "$S"
   check "  destroy leaves no group" test -n "$d" -a ! -e "$d"
   kill "$holder"; wait "$holder" 2>/dev/null
@@ -113,8 +127,8 @@ if [ "${1:-}" = --v2-cases ]; then
   check "  with pids.max $(cat "$d/pids.max" 2>/dev/null) and memory.max $(cat "$d/memory.max" 2>/dev/null)" \
     test "$(cat "$d/pids.max" 2>/dev/null)" = 40 -a "$(cat "$d/memory.max" 2>/dev/null)" = $((80 * 1024 * 1024))
   ( as_user exec "$S" --timeout 60 -- sleep 56.75 >/dev/null 2>&1 & )
-  for _ in $(seq 300); do [ -s "$d/cgroup.procs" ] && break; sleep 0.1; done
-  check "  its commands run in it ($(wc -l <"$d/cgroup.procs" 2>/dev/null) processes)" test -s "$d/cgroup.procs"
+  await_procs "$d"
+  check "  its commands run in it ($(wc -l <"$d/cgroup.procs" 2>/dev/null) processes)" has_procs "$d"
   out=$(as_user exec "$S" -- sh -c 'dd if=/dev/zero bs=120M count=1 iflag=fullblock 2>/dev/null | wc -c; echo "exit $?"' 2>&1)
   check "  a 120 MiB buffer in it is OOM-killed by its memory.max ($(echo $out); oom kills $(awk '$1 == "oom_kill" { print $2 }' "$d/memory.events"))" \
     test "$(awk '$1 == "oom_kill" { print $2 }' "$d/memory.events" 2>/dev/null)" -ge 1
@@ -142,8 +156,8 @@ if [ "${1:-}" = --v2-cases ]; then
   [ -n "$S" ] && sb destroy "$S"
   check "  destroy leaves no group" test -n "$d" -a ! -e "$d"
   mkdir $CG/busy
-  in_group $CG/busy sleep 600 & holder=$!
-  for _ in $(seq 50); do [ -s $CG/busy/cgroup.procs ] && break; sleep 0.1; done
+  ( echo "$BASHPID" >$CG/busy/cgroup.procs && exec sleep 600 ) & holder=$!
+  await_procs $CG/busy
   err=$(LASH_CGROUP_ROOT=$CG/busy sb create --limit pids=10 2>&1 >/dev/null)
   check "LASH_CGROUP_ROOT that holds processes is refused naming why" \
     sh -c 'echo "$1" | grep -q "LASH_CGROUP_ROOT" && echo "$1" | grep -q "holds processes"' _ "$err"
@@ -153,7 +167,7 @@ if [ "${1:-}" = --v2-cases ]; then
   # --- a sandbox whose state vanished: its group is swept -------------------
   S=$(sb create); d=$(cgdir "$S")
   ( sb exec "$S" --timeout 60 -- sleep 58.25 >/dev/null 2>&1 & )
-  for _ in $(seq 50); do [ -s "$d/cgroup.procs" ] && break; sleep 0.1; done
+  await_procs "$d"
   rm -rf "${LASH_SANDBOX_ROOT:?}/$S"
   T=$(sb create)
   check "a group whose sandbox vanished is killed and removed when the next one is made" \
