@@ -57,8 +57,8 @@ if [ "${1:-}" = --in-vm ]; then
   esac
   # nothing the tests started may outlive them (kernel threads, this shell
   # and the subshell that looks, with its ps and awk, aside)
-  left=$(ps -eo pid,ppid,user,args --no-headers |
-         awk -v me="$BASHPID" '$4 !~ /^\[/ && $2 != 2 && $1 != 1 && $1 != me && $2 != me')
+  left=$(me=$BASHPID; ps -eo pid,ppid,user,args --no-headers |
+         awk -v me="$me" '$4 !~ /^\[/ && $2 != 2 && $1 != 1 && $1 != me && $2 != me')
   if [ -z "$left" ]; then say "ok 1 - nothing the tests started is left running"
   else say "not ok 1 - nothing the tests started is left running"; echo "$left" | sed "s/^/$MARK#   left: /"; fi
   say "done"
