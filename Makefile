@@ -2,8 +2,9 @@
 # Lua C module and the pkg-config file; `make test` runs every test with one
 # summary; `make check` runs the same under ASan+UBSan.
 #
-# Sources are picked up by wildcard: every src/*.c but src/main.c goes into
-# the library; every tests/unit/test_*.c is its own test binary.
+# Sources are picked up by wildcard from the layer directories (README's
+# "Layout"): every .c of src/1-base .. src/7-embed goes into the library,
+# src/8-cli is the program; every tests/unit/test_*.c is its own test binary.
 
 PREFIX    ?= /usr/local
 BUILD     ?= build
@@ -20,24 +21,27 @@ WARN      := -Wall -Wextra -Wshadow -Wundef -Wwrite-strings \
              -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
 OPT       ?= -O2 -g
 SAN       ?=
+# the layers, bottom up; each is on the include path, so "loop.h" needs no directory
+LAYERS    := src/1-base src/2-runtime src/3-transport src/4-sandbox src/5-backend/local src/5-backend/modal src/6-lua src/7-embed src/8-cli
+INCS      := $(addprefix -I,$(LAYERS))
 # XCFLAGS is ours; CFLAGS is the caller's (LuaRocks passes its own).
 # -fvisibility=hidden: only what LASH_API marks leaves the library.
 XCFLAGS   := -std=gnu11 $(OPT) $(WARN) $(SAN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
              -DLASH_VERSION='"$(VERSION)"' \
-             $(PKG_CFLAGS) -Isrc
+             $(PKG_CFLAGS) $(INCS)
 LDLIBS    += $(PKG_LIBS) -lm -ldl
 LDFLAGS   += $(SAN)
 
-LIB_SRC   := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_SRC   := $(foreach d,$(filter-out src/8-cli,$(LAYERS)),$(wildcard $(d)/*.c))
 LIB_OBJ   := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/jaild_blob.o
-# lash's Lua modules precompiled (src/lbytecode.c loads them when they are
+# lash's Lua modules precompiled (src/7-embed/lbytecode.c loads them when they are
 # at least as new as their sources); luac comes with Debian's lua5.4.
 LUAC      ?= luac5.4
 LUA_SRC   := $(shell find lua/lash -name '*.lua')
 LUAC_OUT  := $(LUA_SRC:lua/%.lua=$(BUILD)/luac/%.luac)
 TEST_SRC  := $(wildcard tests/unit/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-HDRS      := $(wildcard src/*.h) tests/unit/t.h
+HDRS      := $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)) tests/unit/t.h
 
 # The self-contained library carries its own Lua 5.4 (vendor/lua: Debian's
 # 5.4.4 source, compiled PIC and hidden; Debian's liblua5.4.a is not PIC)
@@ -64,14 +68,14 @@ $(BUILD)/obj/%.o: src/%.c $(HDRS)
 
 # The supervisor inside each local sandbox's jail: static (the jail's
 # rootfs may be any tree), never sanitized (it runs in the jail, not in
-# lash), embedded in the library (src/jaild/blob.S).
-$(BUILD)/jaild/lash-jaild: src/jaild/jaild.c src/sandbox_jaild.h
+# lash), embedded in the library (src/5-backend/local/jaild/blob.S).
+$(BUILD)/jaild/lash-jaild: src/5-backend/local/jaild/jaild.c src/5-backend/local/sandbox_jaild.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -Isrc -static -s -o $@ src/jaild/jaild.c
+	$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE $(INCS) -static -s -o $@ src/5-backend/local/jaild/jaild.c
 
-$(BUILD)/obj/jaild_blob.o: src/jaild/blob.S $(BUILD)/jaild/lash-jaild
+$(BUILD)/obj/jaild_blob.o: src/5-backend/local/jaild/blob.S $(BUILD)/jaild/lash-jaild
 	@mkdir -p $(dir $@)
-	$(CC) -c -DJAILD_PATH='"$(abspath $(BUILD))/jaild/lash-jaild"' -o $@ src/jaild/blob.S
+	$(CC) -c -DJAILD_PATH='"$(abspath $(BUILD))/jaild/lash-jaild"' -o $@ src/5-backend/local/jaild/blob.S
 
 $(BUILD)/luac/%.luac: lua/%.lua
 	@mkdir -p $(dir $@)
@@ -93,7 +97,7 @@ $(BUILD)/gen/lua_modules.c: $(BUILD)/tools/lua2c $(addprefix lua/,$(LUA_MODS))
 	@mkdir -p $(dir $@)
 	$(BUILD)/tools/lua2c $@ lua $(LUA_MODS)
 
-$(MOD_OBJ): $(BUILD)/gen/lua_modules.c src/lmodules.h
+$(MOD_OBJ): $(BUILD)/gen/lua_modules.c src/7-embed/lmodules.h
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -109,8 +113,8 @@ $(BUILD)/liblash_internal.a: $(LIB_OBJ) $(MOD_OBJ)
 # and libyaml in it, every symbol but the API of liblash.map made local
 # (objcopy), so a host that links its own Lua or LuaJIT statically, or
 # libyaml, gets no clash; the host adds libcurl, -lm and -ldl.
-$(BUILD)/liblash.a: $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) src/liblash.map
-	sed -n 's/^ *\(lash_[a-z0-9_]*\);/\1/p' src/liblash.map > $(BUILD)/obj/liblash.syms
+$(BUILD)/liblash.a: $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) src/7-embed/liblash.map
+	sed -n 's/^ *\(lash_[a-z0-9_]*\);/\1/p' src/7-embed/liblash.map > $(BUILD)/obj/liblash.syms
 	ld -r -o $(BUILD)/obj/liblash.o $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) $(YAML_A)
 	objcopy --keep-global-symbols=$(BUILD)/obj/liblash.syms $(BUILD)/obj/liblash.o
 	@rm -f $@
@@ -120,9 +124,9 @@ $(BUILD)/liblash.a: $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) src/liblash.map
 # hosts link against the major and a minor update replaces the file. The
 # version script exports exactly lash's API (tests/integration/test_symbols.sh).
 SOMAJOR   := 0
-$(BUILD)/liblash.so.$(VERSION): $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) src/liblash.map
+$(BUILD)/liblash.so.$(VERSION): $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) src/7-embed/liblash.map
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,liblash.so.$(SOMAJOR) \
-	  -Wl,--version-script=src/liblash.map -Wl,--exclude-libs,ALL $(if $(SAN),,-Wl,-z,defs) \
+	  -Wl,--version-script=src/7-embed/liblash.map -Wl,--exclude-libs,ALL $(if $(SAN),,-Wl,-z,defs) \
 	  -o $@ $(LIB_OBJ) $(MOD_OBJ) $(LUA_A) $(YAML_A) $(SO_LIBS)
 
 $(BUILD)/liblash.so: $(BUILD)/liblash.so.$(VERSION)
@@ -131,15 +135,15 @@ $(BUILD)/liblash.so: $(BUILD)/liblash.so.$(VERSION)
 
 # The module a stock lua5.4 loads: it must not link liblua itself, the
 # interpreter provides the symbols.
-$(BUILD)/lash/core.so: $(LIB_OBJ) src/lash_core.map
+$(BUILD)/lash/core.so: $(LIB_OBJ) src/7-embed/lash_core.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,--version-script=src/lash_core.map -o $@ $(LIB_OBJ) $(shell pkg-config --libs libcurl yaml-0.1 sqlite3) -lm
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=src/7-embed/lash_core.map -o $@ $(LIB_OBJ) $(shell pkg-config --libs libcurl yaml-0.1 sqlite3) -lm
 
-# The program's own code (src/cli/: `lash chat`'s line editor, which
+# The program's own code (src/8-cli/: `lash chat`'s line editor, which
 # loads libedit when a chat starts, and the Lua heap's pool); the
 # libraries never have it.
-CLI_OBJ   := $(BUILD)/obj/cli/term.o $(BUILD)/obj/cli/pool.o
-$(CLI_OBJ) $(BUILD)/obj/main.o: src/cli/term.h src/cli/pool.h
+CLI_OBJ   := $(BUILD)/obj/8-cli/term.o $(BUILD)/obj/8-cli/pool.o
+$(CLI_OBJ) $(BUILD)/obj/8-cli/main.o: src/8-cli/term.h src/8-cli/pool.h
 
 # The CLI links the vendored Lua and libyaml statically: every shared
 # library costs each start-up its loading and symbol lookups (issue 15's
@@ -149,11 +153,11 @@ $(CLI_OBJ) $(BUILD)/obj/main.o: src/cli/term.h src/cli/pool.h
 LUA_CLI_OBJ := $(LUA_VSRC:vendor/lua/%.c=$(BUILD)/obj/lua-cli/%.o)
 LUA_CLI_A := $(BUILD)/obj/lua-cli/liblua.a
 # and it loads libsqlite3 when a run first saves or reads a session
-# (src/lsqlite_dl.h): its own lsqlite.o, no -lsqlite3.
+# (src/6-lua/lsqlite_dl.h): its own lsqlite.o, no -lsqlite3.
 CLI_LIBS   = $(filter-out -llua5.4 -lyaml -lsqlite3,$(LDLIBS))
-CLI_LIBOBJ = $(filter-out $(BUILD)/obj/lsqlite.o,$(LIB_OBJ)) $(MOD_OBJ) $(BUILD)/obj/cli/lsqlite.o
+CLI_LIBOBJ = $(filter-out $(BUILD)/obj/6-lua/lsqlite.o,$(LIB_OBJ)) $(MOD_OBJ) $(BUILD)/obj/cli/lsqlite.o
 
-$(BUILD)/obj/cli/lsqlite.o: src/lsqlite.c $(HDRS)
+$(BUILD)/obj/cli/lsqlite.o: src/6-lua/lsqlite.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) $(CFLAGS) -DLASH_SQLITE_DLOPEN -c -o $@ $<
 
@@ -165,7 +169,7 @@ $(LUA_CLI_A): $(LUA_CLI_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/bin/lash: $(BUILD)/obj/main.o $(CLI_OBJ) $(CLI_LIBOBJ) $(LUA_CLI_A)
+$(BUILD)/bin/lash: $(BUILD)/obj/8-cli/main.o $(CLI_OBJ) $(CLI_LIBOBJ) $(LUA_CLI_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -rdynamic -Wl,-O1,--as-needed -o $@ $< $(CLI_OBJ) $(CLI_LIBOBJ) -Wl,--whole-archive $(LUA_CLI_A) -Wl,--no-whole-archive $(YAML_A) $(CLI_LIBS) -lpthread
 
@@ -226,7 +230,7 @@ install: all
 	ln -sf liblash.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblash.so.$(SOMAJOR)
 	ln -sf liblash.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblash.so
 	install -m644 $(BUILD)/lash.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m644 src/lash.h src/lash_lua.h $(DESTDIR)$(PREFIX)/include/
+	install -m644 src/7-embed/lash.h src/7-embed/lash_lua.h $(DESTDIR)$(PREFIX)/include/
 	install -m755 $(BUILD)/lash/core.so $(DESTDIR)$(PREFIX)/lib/lua/5.4/lash/
 	cd lua && find lash -name '*.lua' -exec install -D -m644 {} $(DESTDIR)$(PREFIX)/share/lash/lua/{} \;
 	cd $(BUILD)/luac && find lash -name '*.luac' -exec install -D -m644 {} $(DESTDIR)$(PREFIX)/share/lash/luac/{} \;

@@ -7,14 +7,14 @@ set -euo pipefail
 PKGS=(
   # the build: the CLI, the libraries, the Lua module
   build-essential pkg-config lua5.4 liblua5.4-dev libcurl4-openssl-dev
-  # the build: the YAML loader (src/yaml.c) over libyaml
+  # the build: the YAML loader (src/2-runtime/yaml_loader.c) over libyaml
   libyaml-dev
-  # the build and `lash chat`: line editing and history (src/cli/term.c
+  # the build and `lash chat`: line editing and history (src/8-cli/term.c
   # includes its header; the program loads libedit.so.2 when a chat starts)
   libedit-dev
   # make test: test_chat.sh drives `lash chat` in a real terminal (tmux)
   tmux
-  # the build: saved conversations (src/lsqlite.c) over SQLite
+  # the build: saved conversations (src/6-lua/lsqlite.c) over SQLite
   libsqlite3-dev
   # at run time: the local sandbox
   bubblewrap

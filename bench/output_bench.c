@@ -1,5 +1,5 @@
 /*
-** output_bench.c: throughput and memory of output shaping (src/output.c),
+** output_bench.c: throughput and memory of output shaping (src/1-base/output.c),
 ** driven by bench/bench_output.sh.
 **
 **   output_bench shape MIB CHUNK_KIB CAP   feed MIB MiB of command-like

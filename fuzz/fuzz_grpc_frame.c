@@ -1,6 +1,6 @@
 /*
 ** fuzz_grpc_frame.c: libFuzzer target for gRPC's message framing and
-** status parsing (src/grpc.c). Checks, beyond no crash:
+** status parsing (src/3-transport/grpc.c). Checks, beyond no crash:
 **   - the reassembler fed the body in fuzzer-chosen chunks delivers exactly
 **     the messages (and the same error, and the same leftover) as a naive
 **     parse of the whole body written here from the framing rule
@@ -10,7 +10,7 @@
 **     percent-decoding stays within its buffer.
 ** Input: byte 0 = limit selector, byte 1 = chunking seed, then the body.
 */
-// fuzz-sources: src/grpc.c src/pb.c src/loop.c
+// fuzz-sources: src/3-transport/grpc.c src/1-base/pb.c src/1-base/loop.c
 // fuzz-flags: -I/usr/include/x86_64-linux-gnu -lcurl
 #include <math.h>
 #include <stdint.h>

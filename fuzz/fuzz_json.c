@@ -1,5 +1,5 @@
 /*
-** fuzz_json.c: libFuzzer target for lash's JSON decoder (src/json.c).
+** fuzz_json.c: libFuzzer target for lash's JSON decoder (src/2-runtime/json.c).
 ** Checks, for every input the decoder accepts:
 **   - the canonical text c1 of the value decodes again; its canonical
 **     text c2 is a fixed point (c2 decodes to a value whose canonical text

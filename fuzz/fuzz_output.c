@@ -1,5 +1,5 @@
 /*
-** fuzz_output.c: libFuzzer target for output shaping (src/output.c). It
+** fuzz_output.c: libFuzzer target for output shaping (src/1-base/output.c). It
 ** checks invariants rather than crashes only:
 **   - the ring keeps a suffix of the input, within its cap, cut forward
 **     over at most 3 continuation bytes and only after a drop, whatever the
@@ -10,7 +10,7 @@
 **     max_bytes and max_lines, with a marker exactly when something was cut,
 **     and valid UTF-8 in gives valid UTF-8 out.
 */
-// fuzz-sources: src/output.c
+// fuzz-sources: src/1-base/output.c
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

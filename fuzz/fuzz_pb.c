@@ -1,13 +1,13 @@
 /*
 ** fuzz_pb.c: libFuzzer target for the protobuf decoder and encoder
-** (src/pb.c) over every Modal message table and the all-types test table.
+** (src/1-base/pb.c) over every Modal message table and the all-types test table.
 ** The first input byte picks the message. Checks, beyond no crash:
 **   - whatever decodes re-encodes, to exactly pb_encoded_size bytes;
 **   - the re-encoding decodes again to the same canonical dump (so decode
 **     and encode agree on every field the table names);
 **   - encoding is deterministic (twice gives the same bytes).
 */
-// fuzz-sources: src/pb.c src/modal_msgs.c
+// fuzz-sources: src/1-base/pb.c src/5-backend/modal/modal_msgs.c
 // fuzz-flags: -Itests/unit
 #include <stdint.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 /*
-** fuzz_sse.c: libFuzzer target for the SSE parser (src/sse.c). Checks:
+** fuzz_sse.c: libFuzzer target for the SSE parser (src/1-base/sse.c). Checks:
 **   - fed whole, it gives the same events as a deliberately naive parser
 **     written from the spec here (the whole stream in memory, line by line);
 **   - split into chunks at fuzzer-chosen points, it gives the same events
 **     and the same result code as fed whole, also under small limits;
 **   - no event carries more data than max_event.
 */
-// fuzz-sources: src/sse.c
+// fuzz-sources: src/1-base/sse.c
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

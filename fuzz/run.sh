@@ -4,9 +4,9 @@
 # 30) and prints one summary; exits non-zero if any target found a failure.
 #
 # A target names the sources it needs in a comment line of its own:
-#   // fuzz-sources: src/pb.c src/grpc.c
+#   // fuzz-sources: src/1-base/pb.c src/3-transport/grpc.c
 #   // fuzz-flags: -DSOMETHING            (optional, extra compiler flags)
-# A target without fuzz-sources gets every src/*.c but main.c, with the Lua
+# A target without fuzz-sources gets every .c of src/1-base .. src/7-embed, with the Lua
 # and libcurl flags. Binaries, corpora and crash files go to build/fuzz
 # (FUZZ_BUILD); seed inputs may be kept in fuzz/corpus/<name>/.
 set -u
@@ -15,7 +15,7 @@ SECS=${FUZZ_SECONDS:-30}
 CLANG=${CLANG:-clang}
 OUT=${FUZZ_BUILD:-build/fuzz}
 FLAGS=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=undefined -D_GNU_SOURCE -Isrc)
+       -fno-sanitize-recover=undefined -D_GNU_SOURCE -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli)
 
 if ! command -v "$CLANG" >/dev/null; then
   echo "fuzz: $CLANG not found; install clang (apt-get install clang) or set CLANG=" >&2
@@ -53,7 +53,7 @@ for f in "${targets[@]}"; do
   libs=()
   if [ ${#srcs[@]} -eq 0 ]; then
     srcs=()
-    for s in src/*.c; do [ "$s" = src/main.c ] || srcs+=("$s"); done
+    for s in src/[1-7]-*/*.c src/5-backend/*/*.c; do [ -f "$s" ] && srcs+=("$s"); done
     read -r -a pc_cflags <<<"$(pkg-config --cflags lua5.4 libcurl yaml-0.1 sqlite3)"
     read -r -a libs <<<"$(pkg-config --libs lua5.4 libcurl yaml-0.1 sqlite3) -lm -ldl"
     extra+=("${pc_cflags[@]}")

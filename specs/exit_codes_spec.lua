@@ -175,7 +175,7 @@ describe("one mapping from a kind to its exit code", function()
       'lash_error_push%(L, "([%w_]+)"', 'lash_error_raise%(L, "([%w_]+)"',
       'lash_error_result%(L, "([%w_]+)"', '%*kind = "([%w_]+)"',
     }
-    local p = io.popen("ls lua/lash/*.lua lua/lash/*/*.lua src/*.c")
+    local p = io.popen("ls lua/lash/*.lua lua/lash/*/*.lua src/*/*.c src/*/*/*.c")
     for path in p:lines() do
       local f = assert(io.open(path))
       local text = f:read("a")
@@ -186,7 +186,7 @@ describe("one mapping from a kind to its exit code", function()
     end
     p:close()
     for _, k in ipairs { "sandbox", "unavailable", "auth", "refused", "config" } do
-      found[k] = "src/sandbox.h"   -- LASH_SB_* kinds
+      found[k] = "src/4-sandbox/sandbox.h"   -- LASH_SB_* kinds
     end
     return found
   end

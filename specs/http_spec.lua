@@ -505,7 +505,7 @@ describe("lash.http.request", function()
     end)
 
     it("runs sequential and concurrent requests with prior knowledge", function()
-      -- (libcurl < 8.0.0 gets a connection per request: see src/http.c)
+      -- (libcurl < 8.0.0 gets a connection per request: see src/3-transport/http.c)
       for _ = 1, 3 do
         local _, _, body = http.request{ url = base .. "/echo", http2_prior_knowledge = true }
         assert.are.equal("HTTP/2", echo_of(body).version)
@@ -523,7 +523,7 @@ describe("lash.http.request", function()
 
     it("keeps HTTP/1.1 responses with their requests after h2c to the same origin", function()
       -- (libcurl < 8 would multiplex HTTP/1.1 transfers onto one in-use
-      -- connection once the origin had an HTTP/2 one: see src/http.c)
+      -- connection once the origin had an HTTP/2 one: see src/3-transport/http.c)
       http.request{ url = base .. "/echo" }  -- an idle HTTP/1.1 connection
       http.request{ url = base .. "/echo", http2_prior_knowledge = true }
       local tasks = {}

@@ -1,4 +1,4 @@
--- lash.json: the C codec behind lua/lash/json.lua (src/json.c).
+-- lash.json: the C codec behind lua/lash/json.lua (src/2-runtime/json.c).
 local json = require "lash.json"
 
 describe("json.encode_canonical", function()

@@ -4,7 +4,7 @@
 ** each module (a syntax error fails the build, naming the file), dumps its
 ** bytecode with debug information kept (tracebacks keep file names and
 ** lines) and writes one C file holding every module as an array, plus the
-** table src/lmodules.c searches:
+** table src/7-embed/lmodules.c searches:
 **
 **   lua2c OUT.c ROOT lash/init.lua lash/agent.lua ...
 **

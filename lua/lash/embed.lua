@@ -1,7 +1,7 @@
---- The Lua side of the C embedding API (lash.h, src/embed.c).
+--- The Lua side of the C embedding API (lash.h, src/7-embed/embed.c).
 --
 -- One instance per lash_State, made on first use by `M.new(core)`, where
--- `core` holds the C functions of src/embed.c (bound to that state). C
+-- `core` holds the C functions of src/7-embed/embed.c (bound to that state). C
 -- drives the instance: it loads the agent spec, keeps the host's tools and
 -- template values, and starts runs whose events, tool calls and approvals
 -- go back to C. Nothing here is meant for Lua users.
@@ -97,7 +97,7 @@ end
 local repair = runtime.output.utf8_repair
 
 --- Make the embedding instance of one lash_State.
--- @tparam table core the C functions of src/embed.c for that state
+-- @tparam table core the C functions of src/7-embed/embed.c for that state
 -- @treturn table the instance C calls into
 function M.new(core)
   local G = {}

@@ -1,4 +1,4 @@
---- JSON for lash: a thin Lua face over lash's C codec (src/json.c).
+--- JSON for lash: a thin Lua face over lash's C codec (src/2-runtime/json.c).
 --
 -- `[]` and `{}` stay apart: arrays decoded from text carry `json.array_mt`
 -- (empty or not), and `json.encode` writes any table with that metatable

@@ -25,7 +25,7 @@ if [ "${probe%% *}" != "yes" ]; then
   skip_all "no bubblewrap jail here (the NPC runs a sandbox command): ${probe#no }"
 fi
 
-lua5.4 tests/integration/ffi_cdef_check.lua src/lash.h examples/ffi/lash_ffi.lua 2>&1 | sed 's/^/# /'
+lua5.4 tests/integration/ffi_cdef_check.lua src/7-embed/lash.h examples/ffi/lash_ffi.lua 2>&1 | sed 's/^/# /'
 ok "${PIPESTATUS[0]}" "lash_ffi.lua declares exactly lash.h's API and constants"
 
 new_tmp work /tmp/lash-love.XXXXXX

@@ -15,7 +15,7 @@ command -v nvim >/dev/null 2>&1 || skip_all "nvim is not installed (make deps in
 [ -f "$B/liblash.so" ] || skip_all "$B/liblash.so is not built"
 command -v python3 >/dev/null 2>&1 || skip_all "needs python3 to read the results"
 
-lua5.4 tests/integration/ffi_cdef_check.lua src/lash.h examples/nvim/lua/lash_ffi.lua 2>&1 | sed 's/^/# /'
+lua5.4 tests/integration/ffi_cdef_check.lua src/7-embed/lash.h examples/nvim/lua/lash_ffi.lua 2>&1 | sed 's/^/# /'
 ok "${PIPESTATUS[0]}" "the plugin's lash_ffi.lua declares exactly lash.h's API and constants"
 
 new_tmp work /tmp/lash-nvim.XXXXXX

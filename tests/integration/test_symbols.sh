@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What liblash shows a host: exactly the API. The functions lash.h and
-# lash_lua.h mark LASH_API, the version script src/liblash.map, the dynamic
+# lash_lua.h mark LASH_API, the version script src/7-embed/liblash.map, the dynamic
 # symbols liblash.so defines and the global symbols liblash.a defines must
 # be one list; anything else exported (a lua_*, yaml_*, pb_*, grpc_*,
 # modal_*, lsb_*, a lash_ internal) fails, by name. The only extra entry
@@ -16,12 +16,12 @@ done
 new_tmp tmp
 toolchain='^(LASH_0|_init|_fini)$'
 
-sed -n 's/^LASH_API [^(]*[ *]\(lash_[a-z_0-9]*\)(.*/\1/p' src/lash.h src/lash_lua.h | sort > "$tmp/api"
-sed -n 's/^ *\(lash_[a-z_0-9]*\);/\1/p' src/liblash.map | sort > "$tmp/map"
+sed -n 's/^LASH_API [^(]*[ *]\(lash_[a-z_0-9]*\)(.*/\1/p' src/7-embed/lash.h src/7-embed/lash_lua.h | sort > "$tmp/api"
+sed -n 's/^ *\(lash_[a-z_0-9]*\);/\1/p' src/7-embed/liblash.map | sort > "$tmp/map"
 [ "$(wc -l < "$tmp/api")" -ge 30 ]; ok $? "the headers declare the API ($(wc -l < "$tmp/api") LASH_API functions)"
 diff "$tmp/api" "$tmp/map" > "$tmp/d"; rc=$?
 [ $rc -ne 0 ] && sed 's/^/# header<>map: /' "$tmp/d"
-ok $rc "src/liblash.map lists exactly the LASH_API functions of lash.h and lash_lua.h"
+ok $rc "src/7-embed/liblash.map lists exactly the LASH_API functions of lash.h and lash_lua.h"
 
 # liblash.so: defined dynamic symbols
 nm -D --defined-only "$B/liblash.so" | awk '{print $NF}' > "$tmp/so_raw"

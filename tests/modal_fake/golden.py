@@ -4,7 +4,7 @@
 For every message in lash's Modal proto subset (and the codec's test
 messages) it writes, into tests/fixtures/modal_golden/:
   <sample>.bin   the message as serialized by python protobuf
-  <sample>.txt   the canonical dump of it (the format of pb_dump in src/pb.c)
+  <sample>.txt   the canonical dump of it (the format of pb_dump in src/1-base/pb.c)
   index.txt      one line per sample: name, message full name, and the sample
                  whose bytes a C re-encode must reproduce (itself, or the
                  sample it was derived from when unknown fields were added)
@@ -107,7 +107,7 @@ def describe(cls):
     return lines
 
 
-# ---- canonical dump (must match pb_dump in src/pb.c) ---------------------
+# ---- canonical dump (must match pb_dump in src/1-base/pb.c) ---------------------
 
 def scalar_text(f, v):
     t = f.type

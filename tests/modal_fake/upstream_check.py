@@ -2,7 +2,7 @@
 """upstream_check.py: compare lash's Modal message tables with Modal's real protos.
 
 Reads lash's descriptor lines (the format of tests/fixtures/modal_golden/
-descriptors.txt, which test_pb prints from the C tables in src/modal_msgs.c:
+descriptors.txt, which test_pb prints from the C tables in src/5-backend/modal/modal_msgs.c:
 "full.Name number field type label oneof") from the file named on the command
 line, compiles the pinned upstream .proto files (upstream/modal_proto, commit
 in upstream/PINNED) with protoc, and checks every field lash declares against

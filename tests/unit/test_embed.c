@@ -415,7 +415,7 @@ static void test_specs(void) {
   T_EQ_INT(lash_load_spec_string(S, "{\"modle\": \"test\"}", "agent.json"), LASH_ERUN, "a JSON spec with an unknown key");
   T_OK(strstr(lash_errmsg(S), "unknown key 'modle'") != NULL, "names it: %s", lash_errmsg(S));
   T_EQ_INT(lash_load_spec_string(S, "{nope", "agent.json"), LASH_ERUN, "a JSON spec that is not JSON");
-  {  /* YAML is lash's own loader (src/yaml.c): always there */
+  {  /* YAML is lash's own loader (src/2-runtime/yaml_loader.c): always there */
     char ypath[] = "/tmp/lash_test_spec_XXXXXX.yaml";
     fd = mkstemps(ypath, 5);
     f = fdopen(fd, "w");

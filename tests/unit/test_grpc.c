@@ -1,12 +1,12 @@
 /*
-** test_grpc.c: the gRPC client (src/grpc.c) on a bare lash loop against the
+** test_grpc.c: the gRPC client (src/3-transport/grpc.c) on a bare lash loop against the
 ** fake Modal server (tests/modal_fake/server.py, grpcio): unary and
 ** server-streaming calls, statuses from trailers and trailers-only
 ** responses, retry hints in grpc-status-details-bin, deadlines, transport
 ** failures, cancellation, and many concurrent calls on one connection.
 ** Plus the pure parts: framing reassembly and details parsing. The
 ** transport only reads google.rpc.RetryInfo; Modal's RPCRetryPolicy is
-** read by modal_rpc_retry_after (src/modal_rpc.c) from the details the
+** read by modal_rpc_retry_after (src/5-backend/modal/modal_rpc.c) from the details the
 ** transport hands over.
 */
 #include <curl/curl.h>

@@ -1,5 +1,5 @@
 /*
-** test_laux.c: the bindings' shared option checker (src/laux.c): known keys
+** test_laux.c: the bindings' shared option checker (src/2-runtime/laux.c): known keys
 ** pass and are counted, an unknown or non-string key raises naming the
 ** caller, the key and every known option.
 */

@@ -1,5 +1,5 @@
 /*
-** test_modal_config.c: Modal configuration (src/modal_config.c, src/modal_token.c): the TOML
+** test_modal_config.c: Modal configuration (src/5-backend/modal/modal_config.c, src/5-backend/modal/modal_token.c): the TOML
 ** subset and profile choice, precedence of explicit options, environment
 ** and file, credential errors that never show secrets, JWT expiry reading,
 ** UUIDs and the localhost rule.

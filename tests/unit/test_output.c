@@ -1,6 +1,6 @@
 /*
 ** test_output.c: the tail ring, line/byte truncation, the size format and
-** UTF-8 repair (src/output.c), against every example of issue 2 section 5
+** UTF-8 repair (src/1-base/output.c), against every example of issue 2 section 5
 ** and harness-reference sections 4.1-4.2.
 */
 #include <stdlib.h>

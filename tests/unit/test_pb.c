@@ -1,6 +1,6 @@
 /*
-** test_pb.c: the protobuf codec (src/pb.c) and lash's Modal message tables
-** (src/modal_msgs.c) against golden bytes made by Python's protobuf
+** test_pb.c: the protobuf codec (src/1-base/pb.c) and lash's Modal message tables
+** (src/5-backend/modal/modal_msgs.c) against golden bytes made by Python's protobuf
 ** (tests/fixtures/modal_golden, written by tests/modal_fake/golden.py), the
 ** reference vectors of modal-wire.md, and hostile input.
 */

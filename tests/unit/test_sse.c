@@ -1,5 +1,5 @@
 /*
-** test_sse.c: the Server-Sent Events parser (src/sse.c): fields, comments,
+** test_sse.c: the Server-Sent Events parser (src/1-base/sse.c): fields, comments,
 ** every line ending, the BOM, multi-line data, limits, and a multi-event
 ** stream split at every byte boundary.
 */

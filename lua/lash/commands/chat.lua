@@ -6,7 +6,7 @@
 -- its result, a usage line). Lines starting with `/` are the session's
 -- commands (`/help`).
 --
--- Input comes from the program's terminal (`host.term`, src/cli/term.c):
+-- Input comes from the program's terminal (`host.term`, src/8-cli/term.c):
 -- on a terminal, lines are edited with libedit and kept in a history file
 -- under $XDG_STATE_HOME/lash/; otherwise standard input is read line by
 -- line, so a session can be scripted. Lines are read on lash's loop, and a

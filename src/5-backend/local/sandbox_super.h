@@ -1,6 +1,6 @@
 /*
 ** sandbox_super.h: lash's side of a local sandbox's supervisor (see
-** sandbox_super.c; the supervisor itself is src/jaild/jaild.c). Internal to
+** sandbox_super.c; the supervisor itself is src/5-backend/local/jaild/jaild.c). Internal to
 ** the local backend.
 */
 #ifndef lash_sandbox_super_h

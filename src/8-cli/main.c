@@ -14,14 +14,14 @@
 ** running. A watchdog alarm a little past the bound ends the process even
 ** if something never returns to the loop.
 **
-** `lash chat` also gets the terminal (host.term, src/cli/term.c): while it
+** `lash chat` also gets the terminal (host.term, src/8-cli/term.c): while it
 ** is open, SIGINT goes to the session (it cancels a turn) instead.
 */
 #include "lash_lua.h"
 #include "lauxlib.h"
 #include "runtime.h"
-#include "cli/pool.h"
-#include "cli/term.h"
+#include "pool.h"
+#include "term.h"
 
 #include <errno.h>
 #include <limits.h>

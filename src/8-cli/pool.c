@@ -6,7 +6,7 @@
 ** chunks are only given back when the program closes the pool. Under
 ** AddressSanitizer every block is malloc's, so it still sees each one.
 */
-#include "cli/pool.h"
+#include "pool.h"
 
 #include <stdlib.h>
 #include <string.h>

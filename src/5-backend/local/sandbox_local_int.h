@@ -11,7 +11,7 @@
 **   sandbox_jail.c   the jail policy as a bubblewrap command line, masks
 **                    for host secrets, rlimits, and spawning a jailed child;
 **   sandbox_super.c  the jail built once per sandbox, and the requests to
-**                    its supervisor (src/jaild/jaild.c) that run commands;
+**                    its supervisor (src/5-backend/local/jaild/jaild.c) that run commands;
 **   sandbox_cgroup.c the control group of each sandbox (pids, memory);
 **   sandbox_disk.c   the disk quota: a filesystem of the sandbox's own.
 ** Path normalization is the sandbox core's (sandbox_path.h). The Lua side
