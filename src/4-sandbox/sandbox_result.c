@@ -106,30 +106,15 @@ void lash_sandbox_push_exec_result(lua_State *L, lash_ring *out, lash_ring *err,
   lua_setfield(L, -2, "applied_timeout");
 }
 
-static int json_encode_f(lua_State *L) {
-  lash_json_encode(L, 1, (int)lua_tointeger(L, 2));
-  return 1;
-}
-
-static int json_decode_f(lua_State *L) {
-  size_t n;
-  const char *s = lua_tolstring(L, 1, &n);
-  lash_json_decode(L, s, n);
-  return 1;
-}
-
+/* JSON through lash's one codec (json.h), protected: 1 on success with the
+** result pushed, 0 with the error message pushed. */
 int lash_sandbox_json_encode(lua_State *L, int idx, int canonical) {
-  idx = lua_absindex(L, idx);
-  lua_pushcfunction(L, json_encode_f);
-  lua_pushvalue(L, idx);
-  lua_pushinteger(L, canonical ? LASH_JSON_CANONICAL : LASH_JSON_HASH_ORDER);
-  return lua_pcall(L, 2, 1, 0) == LUA_OK;
+  return lash_json_pencode(L, idx, canonical ? LASH_JSON_CANONICAL
+                                             : LASH_JSON_HASH_ORDER) == LUA_OK;
 }
 
 int lash_sandbox_json_decode(lua_State *L, const char *s, size_t len) {
-  lua_pushcfunction(L, json_decode_f);
-  lua_pushlstring(L, s, len);
-  return lua_pcall(L, 1, 1, 0) == LUA_OK;
+  return lash_json_pdecode(L, s, len) == LUA_OK;
 }
 
 int lash_sandbox_exec_k(lua_State *L, int status, lua_KContext ctx) {
