@@ -117,6 +117,7 @@
 
 #include "lua.h"
 #include "lauxlib.h"
+#include "loop.h"
 
 #include <stddef.h>
 
@@ -182,8 +183,7 @@ int  lash_sandbox_raise(lua_State *L, const char *kind, const char *code,
 #define LASH_SB_DEFAULT_DESTROY      30                  /* destroy_timeout, s */
 #define LASH_SB_MAX_SECONDS          1000000000          /* any duration */
 
-/* Wall-clock seconds (CLOCK_REALTIME): expiry stamps are wall time. */
-double lash_sandbox_wall_now(void);
+/* Expiry stamps are wall time: lash_wall_now (loop.h), the one wall clock. */
 
 /* The deadline of one command in whole seconds: `requested` (>= 1, as the
 ** core checked it), no later than the sandbox's end when expires_at > 0

@@ -129,7 +129,7 @@ static void push_attached(lua_State *L, int tags, int atomic) {
     char *end;
     double e = strtod(exp, &end);
     if (end != exp && *end == '\0' && isfinite(e)) {
-      double left = e - lash_sandbox_wall_now();
+      double left = e - lash_wall_now();
       lua_pushnumber(L, left > 0 ? left : 0);
       lua_setfield(L, -2, "remaining_lifetime");
       lua_pushinteger(L, (lua_Integer)floor(e));

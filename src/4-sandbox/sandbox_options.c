@@ -78,18 +78,12 @@ static int set_has(lua_State *L, int fns, const char *field, const char *key) {
   return has;
 }
 
-double lash_sandbox_wall_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 lua_Integer lash_sandbox_deadline(lua_Integer requested, double expires_at,
                                   lua_Integer ceiling) {
   lua_Integer t = requested;
   if (ceiling > 0 && t > ceiling) t = ceiling;
   if (expires_at > 0) {
-    double left = ceil(expires_at - lash_sandbox_wall_now());
+    double left = ceil(expires_at - lash_wall_now());
     if (left < (double)t) t = (lua_Integer)left;
   }
   if (t > LASH_SB_MAX_SECONDS) t = LASH_SB_MAX_SECONDS;
@@ -305,7 +299,7 @@ void lash_sandbox_opt_spec(lua_State *L, int spec, int fns) {
   lua_pop(L, 1);
   lua_pushinteger(L, lifetime);
   lua_setfield(L, out, "timeout");
-  expires = (lua_Integer)floor(lash_sandbox_wall_now()) + lifetime;
+  expires = (lua_Integer)floor(lash_wall_now()) + lifetime;
   lua_pushinteger(L, expires);
   lua_setfield(L, out, "expires_at");
   /* network */

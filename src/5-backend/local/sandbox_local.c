@@ -49,7 +49,6 @@ static const char *const create_options[] = {"rootfs", "limits", "isolation",
                                              NULL};
 static const char *const config_options[] = {"state_root", "bwrap", NULL};
 
-#define wall_now lash_sandbox_wall_now
 
 /* ---- probing bubblewrap ------------------------------------------------ */
 
@@ -549,7 +548,7 @@ static int local_create(lua_State *L) {
   meta_idx = lua_gettop(L);
   lua_pushinteger(L, 1);
   lua_setfield(L, meta_idx, "version");
-  lua_pushnumber(L, floor(wall_now()));
+  lua_pushnumber(L, floor(lash_wall_now()));
   lua_setfield(L, meta_idx, "created_at");
   lua_getfield(L, spec, "expires_at");
   lua_setfield(L, meta_idx, "expires_at");
@@ -846,9 +845,9 @@ static int local_poll(lua_State *L) {
   lsbl_meta_load(L, box, id);
   lsbl_meta_parse(L, -1, id, &m);
   lua_pop(L, 1);
-  lua_pushboolean(L, wall_now() < m.expires_at);
+  lua_pushboolean(L, lash_wall_now() < m.expires_at);
   lua_setfield(L, -2, "running");
-  lua_pushstring(L, wall_now() < m.expires_at ? "running" : "expired");
+  lua_pushstring(L, lash_wall_now() < m.expires_at ? "running" : "expired");
   lua_setfield(L, -2, "status");
   lua_pushinteger(L, (lua_Integer)m.expires_at);
   lua_setfield(L, -2, "expires_at");
@@ -948,7 +947,7 @@ static int local_list(lua_State *L) {
       lua_setfield(L, -2, "id");
       lua_pushinteger(L, (lua_Integer)m.expires_at);
       lua_setfield(L, -2, "expires_at");
-      lua_pushstring(L, wall_now() < m.expires_at ? "running" : "expired");
+      lua_pushstring(L, lash_wall_now() < m.expires_at ? "running" : "expired");
       lua_setfield(L, -2, "status");
       lua_pushstring(L, m.workdir);
       lua_setfield(L, -2, "workdir");
@@ -1020,7 +1019,7 @@ static int local_gc(lua_State *L) {
       struct stat st;
       lsb_box_close(box);
       if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
-          wall_now() - (double)st.st_mtime > 3600) {
+          lash_wall_now() - (double)st.st_mtime > 3600) {
         char mp[2 * LSB_PATH_MAX + 16];
         snprintf(mp, sizeof mp, "%s/meta.json", path);
         /* its quota's mounts first: rmtree stays on one filesystem */
@@ -1038,7 +1037,7 @@ static int local_gc(lua_State *L) {
       lsbl_meta_load(L, box, name);
       lsbl_meta_parse(L, -1, name, &m);
       lsb_box_close(box);
-      if (wall_now() >= m.expires_at && destroy_box(L, root, name)) {
+      if (lash_wall_now() >= m.expires_at && destroy_box(L, root, name)) {
         lua_pushstring(L, name);
         lua_rawseti(L, out, ++n);
       }

@@ -39,7 +39,6 @@
 #define VIEW_MT  "lash.sandbox.local.view"
 #define META_MAX (16u << 20)
 
-#define wall_now lash_sandbox_wall_now
 
 /* ---- to-be-closed holders --------------------------------------------- */
 
@@ -272,7 +271,7 @@ void lsbl_load(lua_State *L, int cfg, const char *id, char *root,
   *box = open_box(L, root, id, exclusive);
   lsbl_meta_load(L, *box, id);
   lsbl_meta_parse(L, -1, id, m);
-  if (wall_now() >= m->expires_at) raise_expired(L, m);
+  if (lash_wall_now() >= m->expires_at) raise_expired(L, m);
   {
     /* its disk quota: made at the first use, mounted again after a reboot */
     char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
@@ -391,7 +390,7 @@ static int reclaim_one(lua_State *L) {
   held = lua_istable(L, -1) &&
          lua_getfield(L, -1, LASH_SB_TAG_HOLDER) == LUA_TSTRING &&
          lua_rawlen(L, -1) > 0;
-  if (held || wall_now() < m.expires_at + RECLAIM_GRACE ||
+  if (held || lash_wall_now() < m.expires_at + RECLAIM_GRACE ||
       lsb_jobs_alive(box->dirfd) > 0 || lsbl_bury(root, id, box, trash, &cg_busy) != 0)
     return 0;
   lsb_box_close(box);

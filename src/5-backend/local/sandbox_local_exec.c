@@ -43,7 +43,6 @@
 #define DRAIN_NS (2000000000ull)  /* pipes kept open by an escaped process */
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-#define wall_now lash_sandbox_wall_now
 
 /* ---- exec -------------------------------------------------------------------- */
 

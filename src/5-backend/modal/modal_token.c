@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "grpc.h"
+#include "loop.h"
 
 #define TOKEN_DEFAULT_TTL (20 * 60.0)
 #define TOKEN_MARGIN 5.0             /* seconds before expiry it is no longer sent */
@@ -89,7 +90,5 @@ double modal_token_ttl(const char *jwt) {
   char *end;
   double exp = strtod(k + 1, &end);
   if (end == k + 1 || !isfinite(exp)) return -1;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return exp - ((double)ts.tv_sec + ts.tv_nsec / 1e9);
+  return exp - lash_wall_now();
 }
