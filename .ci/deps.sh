@@ -44,8 +44,9 @@ PKGS=(
   neovim
   # make test: the cgroup v2 test (test_cgroup_v2.sh) boots Debian's kernel
   # (its 9p modules share the root with the VM) under qemu, from an
-  # initramfs of static busybox made with cpio
-  qemu-system-x86 linux-image-amd64 busybox-static cpio
+  # initramfs of static busybox made with cpio; the VM's init mounts its
+  # filesystems with the shared root's mount (not in a minimal root)
+  qemu-system-x86 linux-image-amd64 busybox-static cpio mount
 )
 # The CI root never boots the kernel it installs: no initramfs for it (the
 # test brings its own); a real machine keeps Debian's default.

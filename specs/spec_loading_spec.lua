@@ -425,6 +425,9 @@ describe("lash run with each format", function()
       assert.matches("▸ run_command {\"command\":\"a\"}", out, 1, true)
       if code ~= 0 then
         assert.equal(8, code)  -- a limit: the retry budget
+        -- (where no disk quota can be made, e.g. a container without loop
+        -- devices, lash says so once first)
+        err = err:gsub("lash: warning: local sandboxes get no disk quota here:[^\n]*\n", "")
         assert.equal("lash run: retries: Tool 'read_file' exceeded max retries count of 1\n", err)
       end
       assert.same({}, lash.sandbox.list { state_root = root })

@@ -16,10 +16,12 @@ export LASH_SANDBOX_ROOT=$ROOT
 unset AIRFLOW_CTX_DAG_ID AIRFLOW_CTX_DAG_RUN_ID AIRFLOW_CTX_TASK_ID AIRFLOW_CTX_MAP_INDEX
 
 
-probe=$("$LASH" sandbox create --timeout 5 2>&1); rc=$?
+# (stderr apart: where no disk quota can be made lash warns there once)
+probe=$("$LASH" sandbox create --timeout 5 2>"$ROOT.probe.err"); rc=$?
 if [ $rc -ne 0 ]; then
-  skip_all "the local sandbox cannot run here: $probe"
+  skip_all "the local sandbox cannot run here: $(cat "$ROOT.probe.err")"
 fi
+rm -f "$ROOT.probe.err"
 "$LASH" sandbox destroy "$probe" >/dev/null 2>&1
 
 # -- the example pipeline, end to end
