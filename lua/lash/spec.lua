@@ -45,9 +45,10 @@ local core = require "lash.core"
 local agent = require "lash.agent"
 local capability = require "lash.capability"
 local toolset = require "lash.toolset"
-local sandbox_cap = require "lash.capabilities.sandbox"
-local cli_agents = require "lash.cli.agents"
-local trust = require "lash.trust"
+-- loaded when a spec needs them, not at start (a run's cold start)
+local function sandbox_cap() return require "lash.capabilities.sandbox" end
+local function cli_agents() return require "lash.cli.agents" end
+local function trust() return require "lash.trust" end
 
 local M = {}
 
@@ -131,10 +132,10 @@ local function sandbox_type(preset, positional)
     end
     -- built first, so unknown or mistyped options get the capability's own
     -- message; building creates nothing
-    local cap = sandbox_cap.new(opts)
+    local cap = sandbox_cap().new(opts)
     if info.untrusted then
-      trust.check_sandbox_options(opts, info.name)
-      trust.mark(cap)
+      trust().check_sandbox_options(opts, info.name)
+      trust().mark(cap)
     end
     return cap
   end
@@ -325,7 +326,7 @@ function M.from_table(t, where, trusted)
       end
     end
   end
-  if not trusted then trust.check_agent(def, where) end
+  if not trusted then trust().check_agent(def, where) end
   local ok, caps = pcall(M.resolve_capabilities, def.capabilities, true, not trusted)
   if not ok then error(where .. ": " .. tostring(caps), 0) end
   def.capabilities = caps
@@ -408,7 +409,7 @@ local function to_agent(spec, path, trusted)
   end
   local def = {}
   for k, v in pairs(spec) do def[k] = v end
-  if not trusted then trust.check_agent(def, path) end
+  if not trusted then trust().check_agent(def, path) end
   local ok, caps = pcall(M.resolve_capabilities, def.capabilities, false, not trusted)
   if not ok then error(path .. ": " .. tostring(caps), 0) end
   def.capabilities = caps
@@ -485,13 +486,13 @@ local function build(text, label, chunkname, format, opts)
   end)
   if not ok then return nil, describe_error(agent) end
   if opts.attach ~= nil then
-    local a, err = cli_agents.attach_agent(agent, opts.attach, opts.owner, opts.backend)
+    local a, err = cli_agents().attach_agent(agent, opts.attach, opts.owner, opts.backend)
     if not a then return nil, label .. ": " .. strip_who(err) end
     agent = a
   elseif opts.owner ~= nil then
     return nil, "owner only applies together with attach (--owner needs --attach)"
   elseif opts.backend ~= nil then
-    local a, err = cli_agents.with_backend(agent, opts.backend)
+    local a, err = cli_agents().with_backend(agent, opts.backend)
     if not a then return nil, label .. ": " .. strip_who(err) end
     agent = a
   end
