@@ -62,3 +62,40 @@ describe("lash.core handles", function()
     assert.matches("closed", err_of(db.exec, db, "select 1"))
   end)
 end)
+
+describe("lash.sqlite in WAL mode", function()
+  local function size(path)
+    local f = io.open(path)
+    if not f then return nil end
+    local n = f:seek("end")
+    f:close()
+    return n
+  end
+
+  it("closes without a checkpoint while the WAL is small, and with one once it is not", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local path = dir .. ".db"
+    local db = assert(core.sqlite.open(path))
+    assert(db:exec("CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('kept')"))
+    db:close()
+    -- the commit is in the WAL the next open reads back (no fsyncs at close)
+    assert.is_true(size(path .. "-wal") > 0)
+    db = assert(core.sqlite.open(path))
+    local st = assert(db:prepare("SELECT v FROM t"))
+    assert.equal("kept", st:step().v)
+    st:close()
+    -- past 256 KiB the closing connection checkpoints and the WAL goes
+    assert(db:exec("INSERT INTO t SELECT hex(randomblob(1000)) FROM (WITH RECURSIVE c(x) AS "
+      .. "(SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200) SELECT x FROM c)"))
+    assert.is_true(size(path .. "-wal") > 256 * 1024)
+    db:close()
+    assert.is_nil(size(path .. "-wal"))
+    db = assert(core.sqlite.open(path))
+    st = assert(db:prepare("SELECT count(*) AS n FROM t"))
+    assert.equal(201, st:step().n)
+    st:close()
+    db:close()
+    for _, suffix in ipairs { "", "-wal", "-shm" } do os.remove(path .. suffix) end
+  end)
+end)

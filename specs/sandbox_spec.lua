@@ -90,6 +90,7 @@ local function fake_backend(name, opts)
     end,
     poll = function(_, id) rec("poll", id); return { running = store[id] ~= nil, status = store[id] and "running" or "gone" } end,
     destroy = function(_, id, timeout) rec("destroy", id, timeout); store[id] = nil end,
+    persist = opts.persist and function(_, id) rec("persist", id); get(id) end or nil,
   }
   sandbox.register_backend(name, b)
   return calls, store
@@ -266,6 +267,29 @@ describe("lash.sandbox, generic layer", function()
     assert.equal("fake-1", s:detach())
     s:close()
     assert.same({ "create" }, ops(calls))
+  end)
+
+  it("create tells the backend the sandbox is ephemeral; detach asks it to persist it", function()
+    local calls = fake_backend("fake_persist", { persist = true })
+    local s = sandbox.create { backend = "fake_persist" }
+    assert.is_true(calls[1].args[2].ephemeral)
+    assert.equal("fake-1", s:detach())
+    s:close()
+    assert.same({ "create", "persist" }, ops(calls))
+    -- an attached object does not own it: nothing to persist
+    local a = sandbox.open("fake-1", { backend = "fake_persist" })
+    a:detach()
+    assert.same({ "create", "persist" }, ops(calls))
+  end)
+
+  it("detach fails, and keeps owning the sandbox, when persist fails", function()
+    local calls = fake_backend("fake_persist_gone", { persist = true })
+    local s = sandbox.create { backend = "fake_persist_gone" }
+    calls[1] = nil
+    sandbox.open("fake-1", { backend = "fake_persist_gone" }):destroy()
+    local err = catch(s.detach, s)
+    assert.matches("gone", tostring(err))
+    assert.equal("owned", s.mode)
   end)
 
   it("write_tags keeps the reserved tags and refuses to set them", function()
@@ -836,6 +860,48 @@ describe("lash.sandbox, local backend", function()
     assert.equal("again\n", r.stdout:match("^again\n"))
     assert.are_not.equal(first, r.stdout:match("\n(.*)$"))
     assert.equal(1, #children_of_self())
+  end)
+
+  it("an owned sandbox's records are unsynced until detach persists them", function()
+    local function meta(id)
+      local f = assert(io.open(root .. "/" .. id .. "/meta.json"))
+      local m = lash.json.decode(f:read("a"))
+      f:close()
+      return m
+    end
+    local s = new { isolation = "none", network = "on" }
+    assert.is_true(meta(s.id).ephemeral)
+    local id = s:detach()
+    assert.is_nil(meta(id).ephemeral)
+    -- what an attached process writes later stays durable
+    local a <close> = sandbox.open(id, { state_root = root })
+    a:write_tags { step = "2" }
+    assert.is_nil(meta(id).ephemeral)
+    a:destroy()
+    -- a sandbox gone before detach: a clear error, and the object still owns nothing it cannot find
+    local g = new { isolation = "none", network = "on" }
+    sandbox.open(g.id, { state_root = root }):destroy()
+    local err = catch(g.detach, g)
+    assert.equal("unavailable", err.kind)
+    assert.matches("cannot keep sandbox", err.message)
+    g:close()
+  end)
+
+  it("gc reclaims a sandbox whose metadata a power cut left empty, after an hour", function()
+    local fresh = new { isolation = "none", network = "on" }
+    local old = new { isolation = "none", network = "on" }
+    for _, s in ipairs { fresh, old } do
+      local f = assert(io.open(root .. "/" .. s.id .. "/meta.json", "w"))
+      f:close()
+    end
+    assert.equal(0, os.execute("touch -d '2 hours ago' " .. root .. "/" .. old.id) and 0 or 1)
+    local removed = sandbox.gc { state_root = root }
+    assert.same({ old.id }, removed)
+    assert.is_truthy(io.open(root .. "/" .. fresh.id .. "/lock"))
+    assert.is_nil(io.open(root .. "/" .. old.id .. "/lock"))
+    assert.equal("corrupt", catch(fresh.exec, fresh, "true").code)
+    fresh:close()
+    old:close()
   end)
 
   it("isolation = none: a plain process group in the workspace, killed on timeout", function()

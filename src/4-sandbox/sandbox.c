@@ -26,7 +26,7 @@ static const char *const required_slots[] = {
 
 static const char *const optional_slots[] = {
   "read_tags", "write_tags", "cas_tags", "list", "gc", "probe", "snapshot",
-  "spawn", NULL
+  "spawn", "persist", NULL
 };
 
 static void push_backends(lua_State *L) {
@@ -57,7 +57,7 @@ void lash_sandbox_register_c(lua_State *L, const lash_sandbox_backend *b) {
     {"write_tags", b->write_tags}, {"poll", b->poll},
     {"destroy", b->destroy}, {"cas_tags", b->cas_tags}, {"list", b->list},
     {"gc", b->gc}, {"probe", b->probe}, {"snapshot", b->snapshot},
-    {"spawn", b->spawn},
+    {"spawn", b->spawn}, {"persist", b->persist},
   };
   size_t i;
   push_backends(L);
@@ -300,6 +300,11 @@ int lash_sandbox_create(lua_State *L, int mode, const char *context) {
   lash_sandbox_push_backend(L, name);                          /* 2 fns */
   lash_sandbox_opt_check(L, 1, 2, LASH_SB_OPT_CREATE, context);    /* 3 cfg */
   lash_sandbox_opt_spec(L, 1, 2);                        /* 4 spec */
+  /* a sandbox this object will destroy ends with this process (or sooner):
+  ** the backend may skip what only a sandbox that outlives it needs, such
+  ** as syncing its records to disk; detach asks it to persist them first */
+  lua_pushboolean(L, 1);
+  lua_setfield(L, 4, "ephemeral");
   lua_getfield(L, 2, "create");
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 4);
@@ -406,12 +411,27 @@ static int tbc_k(lua_State *L, int status, lua_KContext ctx) {
   return 0;
 }
 
-int lash_sandbox_detach(lua_State *L) {
+static int detach_k(lua_State *L, int status, lua_KContext ctx) {
   lash_sandbox_obj *o = lash_sandbox_checkopen(L, 1);
+  (void)status;
+  (void)ctx;
   o->owns = 0;
   o->mode = LASH_SB_MODE_ATTACHED;
   lash_sandbox_field(L, 1, "id");
   return 1;
+}
+
+/* A detached sandbox outlives this process: a backend that skipped making
+** an ephemeral sandbox's records durable (the optional persist slot) makes
+** them so before the object lets go of it. */
+int lash_sandbox_detach(lua_State *L) {
+  lash_sandbox_obj *o = lash_sandbox_checkopen(L, 1);
+  lua_settop(L, 1);
+  if (o->owns && lash_sandbox_has_slot(L, 1, "persist")) {
+    lash_sandbox_push_call(L, "persist");
+    lua_callk(L, 2, 0, 0, detach_k);
+  }
+  return detach_k(L, LUA_OK, 0);
 }
 
 int lash_sandbox_close(lua_State *L) {

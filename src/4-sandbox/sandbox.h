@@ -27,6 +27,10 @@
 **         network     {block_network = bool, allow_egress_to = {strings},
 **                      allow_egress_to_cidrs = {strings}}
 **         owner       string or nil
+**         ephemeral   true: the object creating it destroys it, at the
+**                     latest when this process ends (a crash leaves it to
+**                     gc); records that matter only to a sandbox outliving
+**                     the process may skip syncing to disk (see persist)
 **         tags        {string = string}: the user's tags plus the stamped
 **                     lash_owner, lash_expires_at, lash_network, lash_workdir
 **         and every create_options / config_options key the user set,
@@ -84,6 +88,9 @@
 **       are streams on the loop (an MCP server run jailed). argv as exec's;
 **       opts: cwd, env as exec's. No deadline; the process ends when the
 **       handle is closed or the sandbox is destroyed.
+**   persist(cfg, id)                   -> (nothing): called by detach, when
+**       an ephemeral sandbox becomes one that outlives this process: make
+**       durable what create left unsynced.
 ** Relative paths are the backend's to resolve, against the sandbox's
 ** workdir.
 **
@@ -151,6 +158,7 @@ typedef struct lash_sandbox_backend {
   lua_CFunction cas_tags, list, gc, probe;   /* optional (NULL) */
   lua_CFunction snapshot;                    /* optional (NULL) */
   lua_CFunction spawn;                       /* optional (NULL) */
+  lua_CFunction persist;                     /* optional (NULL) */
 } lash_sandbox_backend;
 
 #define LASH_SANDBOX_BACKENDS(X) \

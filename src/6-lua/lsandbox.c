@@ -206,7 +206,8 @@ static int m_destroy(lua_State *L) {
 ** @tparam string name
 ** @tparam table t the slots of sandbox.h as functions (create, exec, stat,
 **   read_file, write_file, list_dir, poll, destroy required; read_tags,
-**   write_tags, cas_tags, list, gc, probe optional), create_options and
+**   write_tags, cas_tags, list, gc, probe, snapshot, spawn, persist
+**   optional), create_options and
 **   config_options (lists of names), default_workdir (string). */
 static int l_register_backend(lua_State *L) {
   return lash_sandbox_register_lua(L);

@@ -43,6 +43,7 @@
   X(clear_bindings) \
   X(changes) \
   X(busy_timeout) \
+  X(db_config) \
   X(bind_text64) \
   X(bind_parameter_count) \
   X(bind_null) \
@@ -96,6 +97,7 @@ static void sqlite_dl_need(lua_State *L) {
 #define sqlite3_open_v2 (sqlite_api.open_v2)
 #define sqlite3_close_v2 (sqlite_api.close_v2)
 #define sqlite3_exec (sqlite_api.exec)
+#define sqlite3_db_config (sqlite_api.db_config)
 #define sqlite3_errstr (sqlite_api.errstr)
 #define sqlite3_errmsg (sqlite_api.errmsg)
 #define sqlite3_step (sqlite_api.step)

@@ -365,7 +365,9 @@ int lsb_cgroup_save(int boxfd, const lsb_cgroup *cg, uint64_t pids,
   int n = snprintf(buf, sizeof buf, "%d\n%s\n%s\n%llu\n%llu\n", cg->version,
                    cg->dir[0], cg->dir[1], (unsigned long long)pids,
                    (unsigned long long)memory);
-  return lsb_write_atomic(boxfd, CG_FILE, buf, (size_t)n, 0600);
+  /* unsynced: the groups it names do not survive a power cut either; a
+  ** persisted sandbox's record is synced by persist */
+  return lsb_write_unsynced(boxfd, CG_FILE, buf, (size_t)n, 0600);
 }
 
 int lsb_cgroup_load(int boxfd, const char *id, lsb_cgroup *cg, uint64_t *pids,
@@ -521,7 +523,8 @@ void lsb_cgroup_register(const char *id, const char *box) {
   dfd = open(LSB_CGROUP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return;
   n = snprintf(body, sizeof body, "%s\n", box);
-  lsb_write_atomic(dfd, id, body, (size_t)n, 0600);
+  /* unsynced: after a power cut there is no group left to sweep */
+  lsb_write_unsynced(dfd, id, body, (size_t)n, 0600);
   close(dfd);
 }
 

@@ -417,7 +417,7 @@ static int local_create(lua_State *L) {
   char root[LSB_PATH_MAX], id[LSB_ID_LEN + 1], where[2 * LSB_PATH_MAX];
   char rootfs[LSB_PATH_MAX], ws_host[2 * LSB_PATH_MAX];
   const char *workdir, *iso = "bwrap", *bwrap_path = NULL, *netmode = "off", *from = NULL;
-  int none, rc, tries, du = 1, meta_idx, spec = 2, own_uid = 0;
+  int none, rc, tries, du = 1, meta_idx, spec = 2, own_uid = 0, durable;
   int explicit[N_LIMITS];
   uint64_t disk = 0;
   lsb_cgroup cg;
@@ -429,6 +429,12 @@ static int local_create(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_checktype(L, 2, LUA_TTABLE);
   lsbl_state_root(L, 1, root, sizeof root);
+  /* an ephemeral sandbox's records skip the fsyncs (four to ten per
+  ** create, each milliseconds): it ends with this process, and what a power
+  ** cut leaves of it is gc's; detach persists them (local_persist) */
+  lua_getfield(L, spec, "ephemeral");
+  durable = !lua_toboolean(L, -1);
+  lua_pop(L, 1);
   /* from_snapshot: checked now, copied in once the workspace exists */
   if (lua_getfield(L, spec, "from_snapshot") != LUA_TNIL) {
     struct stat st;
@@ -568,6 +574,11 @@ static int local_create(lua_State *L) {
   }
   lua_pushboolean(L, du);
   lua_setfield(L, meta_idx, "disable_userns");
+  if (!durable) {
+    /* later rewrites of meta.json stay unsynced too, until persist */
+    lua_pushboolean(L, 1);
+    lua_setfield(L, meta_idx, "ephemeral");
+  }
   lua_pushinteger(L, (lua_Integer)uid);
   lua_setfield(L, meta_idx, "uid");
   lua_pushinteger(L, (lua_Integer)gid);
@@ -635,7 +646,8 @@ static int local_create(lua_State *L) {
     {
       char u[24];
       int n = snprintf(u, sizeof u, "%u\n", (unsigned)uid);
-      lsb_write_atomic(b->dirfd, "uid", u, (size_t)n, 0600);
+      if (durable) lsb_write_atomic(b->dirfd, "uid", u, (size_t)n, 0600);
+      else lsb_write_unsynced(b->dirfd, "uid", u, (size_t)n, 0600);
     }
   }
   {
@@ -697,7 +709,8 @@ static int local_create(lua_State *L) {
     rc = lsb_snapshot_restore(root, from, ws_host, uid, gid, where, sizeof where);
     if (rc) lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "%s", where);
   }
-  if (!rc) rc = lsb_write_atomic(b->dirfd, "meta.json", json, json_len, 0600);
+  if (!rc) rc = durable ? lsb_write_atomic(b->dirfd, "meta.json", json, json_len, 0600)
+                       : lsb_write_unsynced(b->dirfd, "meta.json", json, json_len, 0600);
   if (rc) {
     snprintf(where, sizeof where, "%s/%s", root, id);
     lsb_box_close(b);
@@ -903,6 +916,42 @@ static int local_destroy(lua_State *L) {
   return 0;
 }
 
+/* persist(cfg, id): detach made an ephemeral sandbox one that outlives
+** this process; sync what create left unsynced (meta.json, the uid and
+** cgroup records, the box's entry in the state root). */
+static int local_persist(lua_State *L) {
+  char root[LSB_PATH_MAX];
+  const char *id;
+  lsb_box *box;
+  int rc, meta, rfd;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  id = lsbl_check_id(L, 2);
+  lsbl_state_root(L, 1, root, sizeof root);
+  box = lsbl_push_box(L);
+  rc = lsb_box_open(root, id, 1, box);
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone", "cannot keep sandbox "
+                       "'%s' past this process: %s", id, strerror(-rc));
+  lsbl_meta_load(L, box, id);
+  meta = lua_gettop(L);
+  lua_pushnil(L);
+  lua_setfield(L, meta, "ephemeral");
+  rc = lsbl_meta_save(L, box, meta);
+  if (!rc) rc = lsb_sync_at(box->dirfd, "uid");
+  if (!rc) rc = lsb_sync_at(box->dirfd, "cgroup");
+  if (!rc) {
+    rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0 || fsync(rfd) != 0) rc = -errno;
+    if (rfd >= 0) close(rfd);
+  }
+  lsb_box_close(box);
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot keep sandbox '%s' past "
+                       "this process: writing its records under %s failed: %s",
+                       id, root, strerror(-rc));
+  return 0;
+}
+
 /* Call fn(L, root, name) for every entry of the state root (fn may raise). */
 static int local_list(lua_State *L) {
   char root[LSB_PATH_MAX];
@@ -965,11 +1014,24 @@ static int local_list(lua_State *L) {
   return 1;
 }
 
+/* 1 when the open box's meta.json is there but not a JSON object (empty or
+** cut short: written unsynced before a power cut). */
+static int meta_damaged(lua_State *L, lsb_box *box) {
+  char *data;
+  size_t len;
+  int ok;
+  if (lsb_read_all(box->dirfd, "meta.json", 1 << 20, &data, &len) != 0) return 0;
+  ok = lash_sandbox_json_decode(L, data, len) && lua_istable(L, -1);
+  lua_pop(L, 1);
+  free(data);
+  return !ok;
+}
+
 static int local_gc(lua_State *L) {
   char root[LSB_PATH_MAX], path[2 * LSB_PATH_MAX];
   DIR *d;
   struct dirent *e;
-  int out, names, n = 0;
+  int out, names, n = 0, damaged;
   lua_Integer i, k = 0;
   luaL_checktype(L, 1, LUA_TTABLE);
   lsbl_find_root(L, 1, root, sizeof root);   /* gc does all that reclaim would */
@@ -1014,6 +1076,12 @@ static int local_gc(lua_State *L) {
     }
     box = lsbl_push_box(L);
     rc = lsb_box_open(root, name, 0, box);
+    damaged = rc == 0 && meta_damaged(L, box);
+    if (damaged) {
+      /* an ephemeral sandbox's unsynced metadata after a power cut */
+      lsb_box_close(box);
+      rc = -ENOENT;
+    }
     if (rc == -ENOENT) {
       /* no metadata: a create that crashed half way; give it an hour */
       struct stat st;
@@ -1023,7 +1091,7 @@ static int local_gc(lua_State *L) {
         char mp[2 * LSB_PATH_MAX + 16];
         snprintf(mp, sizeof mp, "%s/meta.json", path);
         /* its quota's mounts first: rmtree stays on one filesystem */
-        if (access(mp, F_OK) != 0 && (lsb_disk_release(path), 1) &&
+        if ((damaged || access(mp, F_OK) != 0) && (lsb_disk_release(path), 1) &&
             lsb_rmtree_at(AT_FDCWD, path) == 0) {
           lua_pushstring(L, name);
           lua_rawseti(L, out, ++n);
@@ -1069,5 +1137,6 @@ const lash_sandbox_backend lash_sandbox_backend_local = {
   local_probe,
   local_snapshot,
   lsbl_spawn,
+  local_persist,
 };
 

@@ -158,11 +158,18 @@ void lsbl_meta_load(lua_State *L, lsb_box *b, const char *id) {
 int lsbl_meta_save(lua_State *L, lsb_box *b, int idx) {
   const char *s;
   size_t len;
+  int ephemeral;
   idx = lua_absindex(L, idx);
+  lua_getfield(L, idx, "ephemeral");
+  ephemeral = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   lash_json_encode(L, idx, LASH_JSON_HASH_ORDER);
   s = lua_tolstring(L, -1, &len);
   {
-    int rc = lsb_write_atomic(b->dirfd, "meta.json", s, len, 0600);
+    /* an ephemeral sandbox's records are synced only when it is persisted
+    ** (sandbox_local.c, local_persist) */
+    int rc = ephemeral ? lsb_write_unsynced(b->dirfd, "meta.json", s, len, 0600)
+                       : lsb_write_atomic(b->dirfd, "meta.json", s, len, 0600);
     lua_pop(L, 1);
     return rc;
   }

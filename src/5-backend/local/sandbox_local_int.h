@@ -87,6 +87,13 @@ int  lsb_box_create(const char *root, const char *id, lsb_box *b);
 ** name, fsync of the directory. Returns 0 or -errno. */
 int lsb_write_atomic(int dirfd, const char *name, const void *data,
                      size_t len, mode_t mode);
+/* The same without the fsyncs: readers never see a partial file, but a
+** power cut may lose it (records of ephemeral sandboxes, of cgroups, which
+** die with the machine anyway). */
+int lsb_write_unsynced(int dirfd, const char *name, const void *data,
+                       size_t len, mode_t mode);
+/* fsync name in dirfd (a missing file is success). 0 or -errno. */
+int lsb_sync_at(int dirfd, const char *name);
 /* Read all of name (at most max bytes: -EFBIG beyond). *data is malloc'd
 ** and NUL-terminated. Returns 0 or -errno. */
 int lsb_read_all(int dirfd, const char *name, size_t max, char **data,

@@ -2,7 +2,8 @@
 ** sandbox_state.c: the local backend's on-disk state. Each sandbox is a
 ** directory <state root>/<id> holding a lock file (flock: shared for
 ** readers, exclusive for writers), meta.json (replaced atomically: write,
-** fsync, rename, fsync of the directory), the workspace, the sandbox's
+** fsync, rename, fsync of the directory; an ephemeral sandbox's without the
+** fsyncs until it is persisted), the workspace, the sandbox's
 ** /tmp, and job records of commands running in it. Also ids, the host
 ** uids reserved for sandboxes, path normalization, and a tree removal
 ** that never follows symlinks.
@@ -225,8 +226,8 @@ static int write_full(int fd, const void *p, size_t n) {
   return 0;
 }
 
-int lsb_write_atomic(int dirfd, const char *name, const void *data,
-                     size_t len, mode_t mode) {
+static int write_replace(int dirfd, const char *name, const void *data,
+                         size_t len, mode_t mode, int durable) {
   char tmp[256];
   unsigned char r[6];
   int fd, rc;
@@ -238,15 +239,33 @@ int lsb_write_atomic(int dirfd, const char *name, const void *data,
               mode);
   if (fd < 0) return -errno;
   rc = write_full(fd, data, len);
-  if (!rc && fsync(fd) != 0) rc = -errno;
+  if (!rc && durable && fsync(fd) != 0) rc = -errno;
   if (close(fd) != 0 && !rc) rc = -errno;
   if (!rc && renameat(dirfd, tmp, dirfd, name) != 0) rc = -errno;
   if (rc) {
     unlinkat(dirfd, tmp, 0);
     return rc;
   }
-  if (fsync(dirfd) != 0) return -errno;
+  if (durable && fsync(dirfd) != 0) return -errno;
   return 0;
+}
+
+int lsb_write_atomic(int dirfd, const char *name, const void *data,
+                     size_t len, mode_t mode) {
+  return write_replace(dirfd, name, data, len, mode, 1);
+}
+
+int lsb_write_unsynced(int dirfd, const char *name, const void *data,
+                       size_t len, mode_t mode) {
+  return write_replace(dirfd, name, data, len, mode, 0);
+}
+
+int lsb_sync_at(int dirfd, const char *name) {
+  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
+  if (fd < 0) return errno == ENOENT ? 0 : -errno;
+  if (fsync(fd) != 0) rc = -errno;
+  close(fd);
+  return rc;
 }
 
 int lsb_read_all(int dirfd, const char *name, size_t max, char **data,

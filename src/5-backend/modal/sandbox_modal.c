@@ -1211,6 +1211,7 @@ const lash_sandbox_backend lash_sandbox_backend_modal = {
   s_create, s_exec, s_stat, s_read_file, s_write_file, s_list_dir,
   s_read_tags, s_write_tags, s_poll, s_destroy,
   NULL, s_list, s_gc, s_probe, s_snapshot,
-  NULL   /* spawn: no streaming exec on Modal yet (sandbox.c says so) */
+  NULL,  /* spawn: no streaming exec on Modal yet (sandbox.c says so) */
+  NULL   /* persist: Modal keeps its sandboxes' records itself */
 };
 
