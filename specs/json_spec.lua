@@ -63,6 +63,31 @@ describe("json.encode_canonical", function()
     assert.equal(once, json.encode_canonical(body))
     assert.matches('"changed"', json.encode(msg))
   end)
+
+  it("encodes a grow-only list as the same bytes, encoding only what was appended", function()
+    local list = json.grow_only {}
+    local plain = {}
+    local body = { messages = list, model = "m" }
+    assert.equal('{"messages":[],"model":"m"}', json.encode_canonical(body))
+    for i = 1, 5 do
+      local m = json.freeze { role = "user", n = i, parts = json.array { "x" .. i, { k = json.array() } } }
+      list[#list + 1], plain[#plain + 1] = m, m
+      assert.equal(json.encode_canonical { messages = plain, model = "m" }, json.encode_canonical(body))
+      -- encoded twice with nothing appended: the same bytes again
+      assert.equal(json.encode_canonical { messages = plain, model = "m" }, json.encode_canonical(body))
+    end
+    -- the reuse is real: an element changed after it was encoded (which
+    -- the promise forbids) keeps its old text
+    local before = json.encode_canonical(list)
+    list[1] = "replaced"
+    assert.equal(before, json.encode_canonical(list))
+    -- a list that shrank is encoded whole again
+    list[5], list[4] = nil, nil
+    assert.equal('["replaced",' .. json.encode_canonical(plain[2]) .. "," .. json.encode_canonical(plain[3]) .. "]",
+      json.encode_canonical(list))
+    -- json.encode (hash order, no memo) is not affected
+    assert.matches('"replaced"', json.encode(list))
+  end)
 end)
 
 describe("json.encode", function()

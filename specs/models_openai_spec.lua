@@ -230,3 +230,26 @@ describe_or_skip("openai model", function()
     assert.equal("And tomorrow?", msgs[7].content)
   end)
 end)
+
+describe("openai request bodies across steps", function()
+  local json = require "lash.json"
+  local function msg(role, text) return { role = role, parts = { { type = "text", text = text } } } end
+
+  it("stay the bytes of a body built afresh as the history grows and the instructions change", function()
+    local m = openai.new("llama3.2", { base_url = "http://127.0.0.1:1/v1" })
+    local history = { msg("user", "hi") }
+    local tools = { { name = "t", description = "d", parameters = { type = "object", properties = {} } } }
+    local function fresh(instr)
+      local copy = {}
+      for i, x in ipairs(history) do copy[i] = json.copy(x) end
+      return json.encode_canonical(m:body({ messages = copy, instructions = instr, tools = tools }, true))
+    end
+    for step = 1, 6 do
+      local instr = step < 4 and "be brief" or (step < 6 and "" or "be brief")
+      local body = json.encode_canonical(m:body({ messages = history, instructions = instr, tools = tools }, true))
+      assert.equal(fresh(instr), body)
+      if step == 1 then assert.matches('^{"messages":%[{"content":"be brief","role":"system"},', body) end
+      history[#history + 1] = msg(step % 2 == 1 and "assistant" or "user", "step " .. step)
+    end
+  end)
+end)

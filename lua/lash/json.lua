@@ -56,6 +56,15 @@ M.encode_canonical = core.encode_canonical
 -- @treturn table t
 M.freeze = core.freeze
 
+--- Promise that the list `t` only grows at its end and that its elements
+-- never change (frozen tables, strings, numbers): `encode_canonical` then
+-- encodes only the elements added since it last encoded `t`, and copies
+-- the text of the others (a history's wire messages gain one or two a
+-- step). Always encoded as an array, even when empty.
+-- @tparam table t
+-- @treturn table t
+M.grow_only = core.grow_only
+
 --- Like `encode` but returns nil, message instead of raising.
 function M.try_encode(v)
   local ok, s = pcall(M.encode, v)

@@ -9,7 +9,10 @@
 -- processes may write at once. When two runs continue the same session at
 -- the same time, the one that writes second moves to a new session (a fork
 -- holding the shared history), so neither history is interleaved with the
--- other and nothing is lost.
+-- other and nothing is lost. A session's `updated_at` moves when a run
+-- begins and when it ends (not with each of its messages: that would double
+-- what each message's commit writes), so a run killed midway leaves it at
+-- the run's start.
 --
 -- The schema is versioned with `PRAGMA user_version` and migrated forward
 -- in one transaction; a database from a newer lash is refused, never
@@ -169,20 +172,29 @@ end
 --- Run fn inside one write transaction (BEGIN IMMEDIATE: the write lock is
 -- taken first, so concurrent writers wait on the busy timeout instead of
 -- failing at commit). Returns what fn returns; on error rolls back and
--- raises again.
+-- raises again. BEGIN and COMMIT are prepared once, not parsed per call
+-- (two transactions a tool step).
 function Store:transaction(fn, ...)
-  exec(self, "BEGIN IMMEDIATE")
+  self:query("BEGIN IMMEDIATE")
   local res = table.pack(pcall(fn, ...))
   if not res[1] then
     self.db:exec("ROLLBACK")
     error(res[2], 0)
   end
-  local ok, err, code = self.db:exec("COMMIT")
+  local ok, err = pcall(self.query, self, "COMMIT")
   if not ok then
     self.db:exec("ROLLBACK")
-    error(store_error(advice(self.path, code, err), code), 0)
+    error(err, 0)
   end
+  self.commits = self.commits + 1
   return table.unpack(res, 2, res.n)
+end
+
+-- Under the write lock: a token that changes whenever anything committed
+-- to the file since the token was taken, by this connection (our count)
+-- or by another (SQLite's data_version).
+function Store:_version()
+  return self:query("PRAGMA data_version")[1].data_version .. ":" .. self.commits
 end
 
 local function user_version(self)
@@ -223,7 +235,7 @@ function M.open(path, opts)
   local busy = opts.busy_timeout or math.tointeger(tonumber(os.getenv("LASH_SESSIONS_BUSY_TIMEOUT") or ""))
   local db, err, code = runtime.sqlite.open(path, { busy_timeout = busy or 5000 })
   if not db then error(store_error(advice(path, code, err), code), 0) end
-  local self = setmetatable({ db = db, path = path, stmts = {} }, Store)
+  local self = setmetatable({ db = db, path = path, stmts = {}, commits = 0 }, Store)
   local ok, merr = pcall(self._migrate, self)
   if not ok then
     self:close()
@@ -447,14 +459,23 @@ local function fork(self)
   return id
 end
 
--- Under the write lock: has someone else written to this session?
+-- Under the write lock: has someone else written to this session? Asked
+-- of the file only when anything at all was committed since this session
+-- last looked (data_version), not before each of its messages.
 local function check_fresh(self)
   local store = self.store
+  local version = store:_version()
+  if version == self.seen_version then return end
   local r = store:query("SELECT COALESCE(MAX(seq), 0) AS seq, "
     .. "(SELECT COALESCE(MAX(n), 0) FROM runs WHERE session_id = ?) AS n FROM messages WHERE session_id = ?",
     self.id, self.id)[1]
   local expect_run = self.run_n or self.base_run
   if r.seq ~= self.last_seq or r.n ~= expect_run then fork(self) end
+end
+
+-- After this session's own commit: what it wrote is what it knows.
+local function saw_own_commit(self)
+  self.seen_version = self.store:_version()
 end
 
 --- Begin a run (one turn) in this session.
@@ -473,6 +494,7 @@ function Session:begin(run)
       .. "title = COALESCE(title, ?) WHERE id = ?", t, run.model, title_of(run.prompt), self.id)
     self.run_n = n
   end)
+  saw_own_commit(self)
   return self.run_n
 end
 
@@ -492,9 +514,13 @@ function Session:append(msg)
       store:query("UPDATE runs SET partial = NULL WHERE session_id = ? AND n = ?", self.id, self.run_n)
       self.partial_set = nil
     end
-    store:query("UPDATE sessions SET updated_at = ? WHERE id = ?", t, self.id)
+    -- a message outside a run (none in lash's own use) moves the session;
+    -- a run's messages do not (its begin and finish do): the row and its
+    -- index are two of the four pages a message's commit would write
+    if not self.run_n then store:query("UPDATE sessions SET updated_at = ? WHERE id = ?", t, self.id) end
     self.last_seq = seq
   end)
+  saw_own_commit(self)
   self.history[#self.history + 1] = msg
   return self.id
 end

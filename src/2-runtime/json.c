@@ -27,10 +27,14 @@
 #include "json.h"
 
 #define BUF_MT   "lash.json.buffer"
+#define GROW_MT  "lash.json.grown"
 /* registry keys, by address (lua-cjson's habit): nothing outside this
 ** file can name them */
 static const char BUF_KEY = 0;    /* the state's spare output buffer */
-static const char MEMO_KEY = 0;   /* frozen table -> its canonical text (weak) */
+/* frozen table -> its canonical text, or true until first encoded; grow-
+** only list -> a grown (its first n elements' text, joined by ','); weak
+** keys */
+static const char MEMO_KEY = 0;
 
 /* ---- the output buffer ---------------------------------------------------- */
 
@@ -44,6 +48,23 @@ static int buf_gc(lua_State *L) {
   free(b->p);
   b->p = NULL;
   b->n = b->cap = 0;
+  return 0;
+}
+
+/* The text a grow-only list's elements had when last encoded: in C
+** memory, so that a long history's text is neither a new Lua string each
+** step nor work for the collector. */
+typedef struct grown {
+  jbuf text;
+  lua_Integer count;   /* the elements it holds */
+} grown;
+
+static int grown_gc(lua_State *L) {
+  grown *g = luaL_checkudata(L, 1, GROW_MT);
+  free(g->text.p);
+  g->text.p = NULL;
+  g->text.n = g->text.cap = 0;
+  g->count = 0;
   return 0;
 }
 
@@ -257,6 +278,46 @@ static void encode_object_hashed(enc *e, int idx, int depth) {
   putch(e, '}');
 }
 
+/* A list promised to grow only at its end (lash_json_grow_only), its
+** state at st: the text of the elements encoded before is copied, only
+** the new ones are encoded, so a request body holding a long history costs
+** a copy per step instead of a walk of every message. The bytes are those
+** of encoding it whole. */
+static void encode_growing(enc *e, int idx, int depth, grown *g) {
+  lua_State *L = e->L;
+  lua_Integer i, len = (lua_Integer)lua_rawlen(L, idx);
+  size_t start;
+  if (g->count > len) g->count = g->text.n = 0;   /* it shrank: whole again */
+  putch(e, '[');
+  start = e->b->n;
+  put(e, g->text.p, g->text.n);
+  for (i = g->count + 1; i <= len; i++) {
+    if (i > 1) putch(e, ',');
+    lua_rawgeti(L, idx, i);
+    encode_value(e, lua_gettop(L), depth + 1);
+    lua_pop(L, 1);
+  }
+  if (len != g->count) {
+    size_t add = e->b->n - start - g->text.n;
+    if (g->text.cap - g->text.n < add) {
+      size_t cap = g->text.cap ? g->text.cap : 4096;
+      char *p;
+      while (cap - g->text.n < add) {
+        if (cap > ((size_t)-1) / 2) luaL_error(L, "cannot encode: the text is too large");
+        cap *= 2;
+      }
+      p = realloc(g->text.p, cap);
+      if (!p) luaL_error(L, "not enough memory to encode JSON (%I bytes)", (lua_Integer)cap);
+      g->text.p = p;
+      g->text.cap = cap;
+    }
+    memcpy(g->text.p + g->text.n, e->b->p + start + g->text.n, add);
+    g->text.n += add;
+    g->count = len;
+  }
+  putch(e, ']');
+}
+
 static void encode_table(enc *e, int idx, int depth) {
   lua_State *L = e->L;
   int marked = 0, frozen = 0;
@@ -279,6 +340,10 @@ static void encode_table(enc *e, int idx, int depth) {
       frozen = 1;
       start = e->b->n;
       break;
+    case LUA_TUSERDATA:
+      encode_growing(e, idx, depth, lua_touserdata(L, -1));
+      lua_pop(L, 1);
+      return;
     default:
       break;
     }
@@ -409,6 +474,29 @@ void lash_json_freeze(lua_State *L, int idx) {
     lua_pop(L, 1);
     lua_pushvalue(L, idx);
     lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+  } else {
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+void lash_json_grow_only(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  push_memo(L);
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, -2) != LUA_TUSERDATA) {
+    grown *g;
+    lua_pop(L, 1);
+    lua_pushvalue(L, idx);
+    g = lua_newuserdatauv(L, sizeof *g, 0);
+    memset(g, 0, sizeof *g);
+    if (luaL_newmetatable(L, GROW_MT)) {
+      lua_pushcfunction(L, grown_gc);
+      lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
     lua_rawset(L, -3);
   } else {
     lua_pop(L, 1);

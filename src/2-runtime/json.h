@@ -31,6 +31,11 @@ void lash_json_decode(lua_State *L, const char *s, size_t len);
 ** reuses that text while the table lives. The caller promises that
 ** neither it nor anything it holds changes afterwards. */
 void lash_json_freeze(lua_State *L, int idx);
+/* Promise that the list at idx only grows at its end and that its elements
+** never change: canonical encoding keeps the text of the elements it
+** encoded and encodes only those added since (always as an array, even
+** when empty). A list that shrinks is encoded whole again. */
+void lash_json_grow_only(lua_State *L, int idx);
 
 /* The same, protected: push the text (encode) or the value (decode) and
 ** return LUA_OK, or push the error message and return its status

@@ -49,11 +49,24 @@ static int l_freeze(lua_State *L) {
   return 1;
 }
 
+/// Promise that a list only grows at its end and that its elements never
+// change (each frozen, or a string or number): canonical encoding encodes
+// only the elements added since it last encoded it (a history's wire
+// messages, one more each step). Returns it.
+// @function grow_only
+static int l_grow_only(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  lash_json_grow_only(L, 1);
+  return 1;
+}
+
 static const luaL_Reg funcs[] = {
   {"encode", l_encode},
   {"encode_canonical", l_encode_canonical},
   {"decode", l_decode},
   {"freeze", l_freeze},
+  {"grow_only", l_grow_only},
   {NULL, NULL},
 };
 

@@ -14,7 +14,15 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || skip_all "needs /usr/bin/python3 (its sqlite3 module holds a lock)"
 T=$(mktemp -d)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$T"; }
+# a run killed with SIGKILL leaves its sandbox (and its disk quota's mounts)
+# to gc: destroy them so rm can remove the tree
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for b in "$T"/sbx/lb-*; do
+    [ -d "$b" ] && LASH_SANDBOX_ROOT=$T/sbx "$LASH" sandbox destroy "${b##*/}" >/dev/null 2>&1
+  done
+  rm -rf "$T"
+}
 at_exit cleanup
 unset LASH_CONFIG LASH_MODEL LASH_NO_SAVE LASH_SESSIONS_BUSY_TIMEOUT
 export HOME=$T/home XDG_STATE_HOME=$T/state XDG_CONFIG_HOME=$T/cfg

@@ -150,13 +150,15 @@ end
 
 --- Convert a history to Chat Completions `messages` (exported for tests).
 -- Each message's wire form is made once (models.wire_messages).
+local function system_message(instructions)
+  return { { role = "system", content = instructions } }
+end
+
 function M.messages(history, instructions)
-  local out = {}
   if instructions and instructions ~= "" then
-    out[1] = { role = "system", content = instructions }
+    return models.wire_messages(history, wire_message, instructions, system_message)
   end
-  local wire = models.wire_messages(history, wire_message)
-  return table.move(wire, 1, #wire, #out + 1, out)
+  return models.wire_messages(history, wire_message)
 end
 
 local function wire_tools(defs)

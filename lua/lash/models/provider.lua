@@ -326,20 +326,28 @@ local function weak_slot(store, key)
 end
 
 --- The wire messages of a history: `convert(message)` (a list of wire
--- tables for one history message) for each message in order, flattened.
--- Each wire table is frozen; `convert` must depend on the message alone.
--- When called again with the same history table, only the messages
--- appended since are converted. The returned list is shared: read it,
--- do not change it.
+-- tables for one history message) for each message in order, flattened,
+-- after `head` (wire tables put first, e.g. a system message; `head_key`,
+-- a string, stands for them: a different key starts the list again).
+-- Each wire table is frozen, and the list is grow-only (json.grow_only):
+-- encoding it again encodes only what was appended. `convert` must depend
+-- on the message alone. When called again with the same history table,
+-- only the messages appended since are converted. The returned list is
+-- shared: read it, do not change it.
 -- @tparam table history
 -- @tparam function convert `function(message) -> {wire...}`
+-- @tparam[opt] string head_key
+-- @tparam[opt] function head `function(head_key) -> {wire...}`
 -- @treturn table
-function M.wire_messages(history, convert)
+function M.wire_messages(history, convert, head_key, head)
   local by_hist = weak_slot(prefixes, convert)
   local st = by_hist[history]
   local nh = #history
-  if not (st and st.n <= nh and (st.n == 0 or history[st.n] == st.last)) then
-    st = { n = 0, out = {} }
+  if not (st and st.n <= nh and (st.n == 0 or history[st.n] == st.last) and st.head_key == head_key) then
+    st = { n = 0, out = json.grow_only({}), head_key = head_key }
+    if head then
+      for _, w in ipairs(head(head_key)) do st.out[#st.out + 1] = json.freeze(w) end
+    end
     by_hist[history] = st
   end
   local out, n = st.out, #st.out
