@@ -887,6 +887,19 @@ describe("lash.sandbox, local backend", function()
     g:close()
   end)
 
+  it_jail("names the directory the jail's uid cannot search, and the fix", function()
+    local p = popen("id -u")
+    local as_root = p:read("a"):match("^0") ~= nil
+    p:close()
+    if not as_root then return pending("needs root: only root's sandboxes run as a uid of their own") end
+    local closed = root .. "/closed"
+    assert(os.execute("mkdir -m 700 " .. closed))
+    local err = catch(sandbox.create, { state_root = closed .. "/state" })
+    assert.equal("sandbox", err.kind)
+    assert.matches("chmod o%+x " .. closed:gsub("%p", "%%%0"), err.message)
+    assert.matches("e%.g%. /var/lib/lash/sandboxes", err.message)
+  end)
+
   it("gc reclaims a sandbox whose metadata a power cut left empty, after an hour", function()
     local fresh = new { isolation = "none", network = "on" }
     local old = new { isolation = "none", network = "on" }

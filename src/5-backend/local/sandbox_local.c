@@ -611,9 +611,11 @@ static int local_create(lua_State *L) {
     lash_sandbox_raise(L, LASH_SB_ERROR, "io",
                        "the jail runs as uid %d (lash runs as root) and cannot "
                        "reach the state root %s (%s is not searchable by "
-                       "it); use a state root under searchable directories "
-                       "(state_root, LASH_SANDBOX_ROOT), e.g. "
-                       "/var/lib/lash/sandboxes", (int)uid, root, where);
+                       "it); make it searchable (chmod o+x %s) or use a state "
+                       "root under searchable directories (state_root, "
+                       "LASH_SANDBOX_ROOT)%s", (int)uid, root, where, where,
+                       strncmp(root, "/var/lib/lash/", 14) == 0 ? ""
+                       : ", e.g. /var/lib/lash/sandboxes");
   /* the box: workspace and tmp owned by the jail's uid */
   b = lsbl_push_box(L);
   for (tries = 0;; tries++) {
