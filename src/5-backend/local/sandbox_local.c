@@ -392,12 +392,32 @@ static int disk_opted_out(lua_State *L, int spec) {
 
 /* The default disk quota (stored in the limits table at t), or 0 with one
 ** warning per process where none can be made here. */
+/* 1 unless the state root already holds marker with this text: a warning
+** about the machine is said once per state root and reason, not by every
+** process (a CI job's every run), and again when the reason changes. */
+static int first_in_root(const char *root, const char *marker,
+                         const char *text) {
+  char *old = NULL;
+  size_t len = 0, n = strlen(text);
+  int dfd, seen;
+  if (lsb_mkdirs(root, 0711) != 0) return 1;
+  dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return 1;
+  seen = lsb_read_all(dfd, marker, 4096, &old, &len) == 0 && len == n &&
+         memcmp(old, text, n) == 0;
+  free(old);
+  if (!seen) lsb_write_unsynced(dfd, marker, text, n, 0644);
+  close(dfd);
+  return !seen;
+}
+
 static uint64_t default_disk(lua_State *L, const char *root, int t) {
   char why[512];
   uint64_t bytes;
   t = lua_absindex(L, t);
   if (!lsb_disk_usable(why, sizeof why)) {
-    if (lsbl_first_time(L, "lash.sandbox.local.no_disk_warned"))
+    if (lsbl_first_time(L, "lash.sandbox.local.no_disk_warned") &&
+        first_in_root(root, ".no-disk-quota", why))
       lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
                        "local sandboxes get no disk quota here: %s. Their "
                        "workspace and /tmp share the filesystem of %s, each "
