@@ -39,7 +39,8 @@
 /* the default quota: 8 GiB (the per-file limit, file_size, is as large, so
 ** no file the sandbox could write anyway is refused), at most a quarter of
 ** what is free on the state root, so that one sandbox alone cannot fill
-** it; never below the 16 MiB any quota needs */
+** it, rounded down to a power of two; never below the 16 MiB any quota
+** needs */
 #define DEFAULT_BYTES (8ull << 30)
 #define MIN_BYTES (16ull << 20)
 /* ext4's lazy inode-table initialisation would write the whole table (128
@@ -74,7 +75,9 @@ uint64_t lsb_disk_default(const char *root) {
     quarter = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize / 4;
     if (quarter < b) b = quarter;
   }
-  b &= ~((1ull << 20) - 1);          /* whole MiB */
+  /* a power of two, so that sandboxes made while the free space drifts
+  ** share one template (sandbox_disk_template.c) */
+  while (b & (b - 1)) b &= b - 1;
   return b < MIN_BYTES ? MIN_BYTES : b;
 }
 
@@ -209,53 +212,27 @@ out:
 
 int lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
                     char *why, size_t whysz) {
-  char img[LSB_PATH_MAX], disk[LSB_PATH_MAX], exe[LSB_PATH_MAX], p[LSB_PATH_MAX],
-      tmpimg[LSB_PATH_MAX];
+  char img[LSB_PATH_MAX], disk[LSB_PATH_MAX], p[LSB_PATH_MAX], tmpimg[LSB_PATH_MAX],
+      root[LSB_PATH_MAX], *slash;
   static const char *const dirs[] = {"workspace", "tmp", NULL};
-  char *envp[] = {NULL};
-  lsb_spawn_opts o;
-  lsb_spawn sp;
-  const char *stage;
-  int fd, rc, st = 0, i;
-  if (path_in(img, sizeof img, box, IMG) || path_in(disk, sizeof disk, box, "disk"))
+  int rc, i;
+  if (path_in(img, sizeof img, box, IMG) || path_in(disk, sizeof disk, box, "disk") ||
+      path_in(tmpimg, sizeof tmpimg, box, IMG_NEW))
     return -ENAMETOOLONG;
-  if (lsb_find_exe("mkfs.ext4", "/usr/sbin:/sbin:/usr/bin:/bin", exe, sizeof exe))
-    return -ENOENT;
-  /* made under another name and renamed once whole: an image a crash cut
-  ** short is never mounted */
-  if (path_in(tmpimg, sizeof tmpimg, box, IMG_NEW)) return -ENAMETOOLONG;
-  unlink(tmpimg);
-  fd = open(tmpimg, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return -errno;
-  rc = ftruncate(fd, (off_t)bytes) == 0 ? 0 : -errno;   /* sparse */
-  close(fd);
-  if (rc) {
+  /* boxes live at <root>/<id>: the templates are the state root's */
+  snprintf(root, sizeof root, "%s", box);
+  if (!(slash = strrchr(root, '/'))) return -EINVAL;
+  *slash = '\0';
+  /* a copy of the template of that size (made by mkfs the first time),
+  ** under another name and renamed once whole: an image a crash cut short
+  ** is never mounted */
+  rc = lsb_disk_image(root[0] ? root : "/", tmpimg, bytes, why, whysz);
+  if (!rc && rename(tmpimg, img) != 0) {
+    rc = -errno;
+    snprintf(why, whysz, "cannot rename %s to %s (%s)", tmpimg, img, strerror(-rc));
     unlink(tmpimg);
-    snprintf(why, whysz, "cannot make %s of %llu bytes (%s)", img,
-             (unsigned long long)bytes, strerror(-rc));
-    return rc;
   }
-  {
-    char *argv[] = {exe, (char *)"-q", (char *)"-F", (char *)"-m", (char *)"0",
-                    (char *)"-E", (char *)"lazy_itable_init=1,lazy_journal_init=1",
-                    tmpimg, NULL};
-    memset(&o, 0, sizeof o);
-    o.path = exe;
-    o.argv = argv;
-    o.envp = envp;
-    o.cgroup_fds[0] = o.cgroup_fds[1] = -1;
-    rc = lsb_spawn_child(&o, &sp, &stage);
-    if (!rc) {
-      while (waitpid(sp.pid, &st, 0) < 0 && errno == EINTR) {}
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = -EIO;
-    }
-  }
-  if (!rc && rename(tmpimg, img) != 0) rc = -errno;
-  if (rc) {
-    unlink(tmpimg);
-    snprintf(why, whysz, "mkfs.ext4 failed on %s (%s)", img, strerror(-rc));
-    return rc;
-  }
+  if (rc) return rc;
   if (mkdir(disk, 0700) != 0 && errno != EEXIST) return -errno;
   /* the filesystem first, then its directories, then the binds */
   if ((rc = mount_all(box, 0, why, whysz)) != 0) return rc;

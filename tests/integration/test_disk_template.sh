@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# tests/integration/test_disk_template.sh: the disk quota's images come
+# from a template, made by mkfs.ext4 once per state root and size: a second
+# sandbox's disk is made without mkfs (seen with strace), has the quota's
+# size and none of a sibling's files; a damaged or cut-short template is
+# made again; explicit sizes get templates of their own, at most four
+# kept; two processes making the first image of a size run mkfs once; gc
+# removes unused templates and leftovers; a copy that runs out of space
+# fails at create naming why and leaves nothing behind. TAP; skips where
+# lash cannot make a disk quota (not root, no loop devices, no jail).
+. "$(dirname "$0")/../lib.sh"
+LASH=${LASH_BIN:-$BUILD/bin/lash}
+[ -x "$LASH" ] || skip_all "$LASH is not built"
+[ "$(id -u)" = 0 ] || skip_all "a disk quota needs root"
+command -v strace >/dev/null || skip_all "no strace to see which programs run"
+probe=$(jail_probe)
+[ "$probe" = yes ] || skip_all "no bubblewrap jail here"
+work=$(mktemp -d /tmp/lash-disktpl.XXXXXX); chmod 711 "$work"
+small=""
+cleanup() {
+  local m
+  # whatever a failed case left mounted under work, innermost first
+  for m in $(grep -o " $work/[^ ]*" /proc/self/mounts | sort -r); do umount -l "$m" 2>/dev/null; done
+  rm -rf "$work"
+}
+at_exit cleanup
+export LASH_SANDBOX_ROOT=$work/state
+T=$LASH_SANDBOX_ROOT/.disk-templates
+sb() { timeout 120 "$LASH" sandbox "$@"; }   # the timeout is a hang guard only
+# mkfs_runs LOG: how many times mkfs.ext4 was executed in an strace log
+mkfs_runs() { grep -c 'execve("[^"]*mkfs.ext4"' "$1"; }
+# traced OUT LOG CMD...: run a lash command under strace, its stdout in OUT
+traced() { local o=$1 l=$2; shift 2; strace -f -qq -e trace=execve -o "$l" "$@" >"$o" 2>"$work/err"; }
+loops() { losetup -a 2>/dev/null | grep -c "${1:-$work}" ; }
+mounts() { grep -c " ${1:-$work}" /proc/self/mounts; }
+
+probe_id=$(sb create --timeout 60 --limit disk=$((16 * 1024 * 1024)) 2>"$work/perr") ||
+  skip_all "lash cannot make a disk quota here: $(head -c 200 "$work/perr")"
+sb destroy "$probe_id"
+rm -rf "$T"
+
+# --- the first sandbox makes the template, the second copies it ------------
+A=$(sb create --timeout 600)
+gq=$(grep -o '"disk": *[0-9]*' "$LASH_SANDBOX_ROOT/$A/meta.json" | grep -o '[0-9]*$')
+check "the default quota is a power of two ($gq), so sandboxes share a template" \
+  test -n "$gq" -a $(( ${gq:-3} & (${gq:-3} - 1) )) = 0
+traced "$work/a.out" "$work/a.log" "$LASH" sandbox exec "$A" -- sh -c \
+  'echo secret > /workspace/from-a; echo secret > /tmp/from-a; df -B1 --output=size /workspace | tail -1'
+asize=$(cat "$work/a.out")
+check "the first sandbox's disk is made by mkfs.ext4, once ($(mkfs_runs "$work/a.log") runs)" \
+  test "$(mkfs_runs "$work/a.log")" = 1
+tpl=$T/ext4-v1-$gq.img
+check "  into a template in the state root ($(ls -A "$T" 2>/dev/null | tr '\n' ' '))" \
+  sh -c "test -f '$tpl' -a \"\$(stat -c %a '$T') \$(stat -c %a '$tpl')\" = '700 600' && ! ls '$T' | grep -q '[.]new\$'"
+B=$(sb create --timeout 600)
+traced "$work/b.out" "$work/b.log" "$LASH" sandbox exec "$B" -- sh -c \
+  'ls -A /workspace /tmp | grep -v ":\$" | grep . ; df -B1 --output=size /workspace /tmp | tail -2 | tr "\n" " "'
+check "the second sandbox's disk is made without mkfs.ext4 ($(mkfs_runs "$work/b.log") runs)" \
+  test "$(mkfs_runs "$work/b.log")" = 0 -a -f "$LASH_SANDBOX_ROOT/$B/disk.img"
+set -- $(cat "$work/b.out")
+check "  its /workspace and /tmp are one filesystem of the quota's size ($1 $2, the first's $asize)" \
+  test "$#" = 2 -a "${1:-x}" = "$asize" -a "${2:-y}" = "$asize"
+check "  holding none of the first sandbox's files ($(head -c 100 "$work/b.out"))" \
+  sh -c "! grep -q from-a '$work/b.out'"
+check "  in an image of its own, sparse (its data $(du -k "$LASH_SANDBOX_ROOT/$B/disk.img" | cut -f1) KiB)" \
+  test "$(stat -c %i "$LASH_SANDBOX_ROOT/$B/disk.img")" != "$(stat -c %i "$tpl")" -a \
+       "$(du -k "$LASH_SANDBOX_ROOT/$B/disk.img" | cut -f1)" -lt 8192
+out=$(sb exec "$A" -- cat /workspace/from-a 2>&1)
+check "  the first sandbox keeps its files ($out)" test "$out" = secret
+sb destroy "$A"; sb destroy "$B"
+check "destroy takes the images, loop devices and mounts, not the template" \
+  test -f "$tpl" -a "$(loops "$LASH_SANDBOX_ROOT/lb-")" = 0 -a "$(mounts "$LASH_SANDBOX_ROOT/lb-")" = 0
+
+# --- a damaged or cut-short template is made again -------------------------
+printf '\0\0' | dd of="$tpl" bs=1 seek=1080 conv=notrunc 2>/dev/null   # the ext4 magic
+C=$(sb create --timeout 600)
+traced "$work/c.out" "$work/c.log" "$LASH" sandbox exec "$C" -- sh -c 'df -B1 --output=size /workspace | tail -1'
+magic=$(od -An -tx1 -j1080 -N2 "$tpl" | tr -d ' ')
+check "a template without its superblock is made again ($(mkfs_runs "$work/c.log") mkfs, magic $magic)" \
+  test "$(mkfs_runs "$work/c.log")" = 1 -a "$magic" = 53ef -a "$(cat "$work/c.out")" = "$asize"
+truncate -s 1M "$tpl"
+D=$(sb create --timeout 600)
+traced "$work/d.out" "$work/d.log" "$LASH" sandbox exec "$D" -- sh -c 'df -B1 --output=size /workspace | tail -1'
+check "a template cut short is made again ($(mkfs_runs "$work/d.log") mkfs, $(stat -c %s "$tpl") bytes)" \
+  test "$(mkfs_runs "$work/d.log")" = 1 -a "$(stat -c %s "$tpl")" = "$gq" -a "$(cat "$work/d.out")" = "$asize"
+printf 'x' | dd of="$tpl" bs=1 seek=1200 conv=notrunc 2>/dev/null    # in the superblock: its checksum fails
+E=$(sb create --timeout 600)
+traced "$work/e.out" "$work/e.log" "$LASH" sandbox exec "$E" -- true
+check "a template whose superblock checksum fails is made again ($(mkfs_runs "$work/e.log") mkfs)" \
+  test "$(mkfs_runs "$work/e.log")" = 1
+sb destroy "$C"; sb destroy "$D"; sb destroy "$E"
+
+# --- explicit sizes: templates of their own, at most four kept ------------
+mib=$((1024 * 1024))
+touch -d '-1 hour' "$tpl"                  # the default's, used least recently
+for s in 16 17 18 19 20; do
+  id=$(sb create --timeout 600 --limit disk=$((s * mib)))
+  out=$(sb exec "$id" -- sh -c 'df -k --output=size /workspace | tail -1' 2>&1)
+  sizes="${sizes:-}$s:${out// /} "
+  sb destroy "$id"
+  touch -d "-$((30 - s)) minutes" "$T/ext4-v1-$((s * mib)).img" 2>/dev/null   # the order of their use
+done
+kept=$(ls "$T" | grep -c '^ext4-v1-.*[.]img$')
+check "explicit sizes get their own templates, at most four kept, the least recently used go ($kept; $sizes)" \
+  test "$kept" = 4 -a ! -e "$tpl" -a ! -e "$T/ext4-v1-$((16 * mib)).img" -a -e "$T/ext4-v1-$((20 * mib)).img"
+check "  each filesystem about its size (df KiB: $sizes)" \
+  sh -c "for p in $sizes; do s=\${p%%:*}; k=\${p#*:}; [ \"\$k\" -gt \$((s * 900)) ] && [ \"\$k\" -le \$((s * 1024)) ] || exit 1; done"
+
+# --- two processes making the first image of a size: one mkfs --------------
+s2=$((24 * mib))
+strace -f -qq -e trace=execve -o "$work/two.log" sh -c \
+  "'$LASH' sandbox create --timeout 600 --limit disk=$s2 >'$work/two.1' 2>&1 & '$LASH' sandbox create --timeout 600 --limit disk=$s2 >'$work/two.2' 2>&1 & wait"
+i1=$(cat "$work/two.1"); i2=$(cat "$work/two.2")
+check "two processes making sandboxes of a new size at once: both made, mkfs ran once ($(mkfs_runs "$work/two.log"))" \
+  test -f "$LASH_SANDBOX_ROOT/$i1/disk.img" -a -f "$LASH_SANDBOX_ROOT/$i2/disk.img" -a "$(mkfs_runs "$work/two.log")" = 1
+sb destroy "$i1"; sb destroy "$i2"
+
+# --- gc: unused templates and leftovers go ---------------------------------
+: >"$T/ext4-v1-$((99 * mib)).img.new"
+touch -d '-2 days' "$T/ext4-v1-$((20 * mib)).img"
+sb gc >/dev/null 2>&1
+check "gc removes a template unused for two days and a half-made one, keeps the rest ($(ls "$T" | tr '\n' ' '))" \
+  test ! -e "$T/ext4-v1-$((20 * mib)).img" -a ! -e "$T/ext4-v1-$((99 * mib)).img.new" -a -e "$T/ext4-v1-$s2.img"
+
+# --- no space for the copy: create fails naming why, nothing left ----------
+small=$work/small
+mkdir -p "$small" && mount -t tmpfs -o size=24m,mode=711 lash-disktpl "$small"
+F=$(LASH_SANDBOX_ROOT=$small sb create --timeout 600 --limit disk=$((16 * mib)) 2>"$work/ferr")
+check "a state root on tmpfs: the template is made there" test -n "$F" -a -f "$small/.disk-templates/ext4-v1-$((16 * mib)).img"
+LASH_SANDBOX_ROOT=$small sb destroy "$F"
+dd if=/dev/zero of="$small/fill" bs=64k 2>/dev/null
+before=$(ls -A "$small" | tr '\n' ' ')
+G=$(LASH_SANDBOX_ROOT=$small sb create --timeout 600 --limit disk=$((16 * mib)) 2>"$work/gerr"); rc=$?
+check "no space left for the copy: create fails naming why (exit $rc: $(head -c 240 "$work/gerr"))" \
+  sh -c "test $rc != 0 -a -z '$G' && grep -q 'cannot copy the disk template' '$work/gerr' && grep -q 'No space left' '$work/gerr'"
+check "  leaving no sandbox, image, loop device or mount ($(ls -A "$small" | tr '\n' ' '))" \
+  test "$(ls -A "$small" | tr '\n' ' ')" = "$before" -a "$(loops "$small/")" = 0 -a "$(mounts "$small/")" = 0
+umount "$small"
+done_testing
