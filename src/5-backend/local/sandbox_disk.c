@@ -388,10 +388,24 @@ int lsb_disk_sweep(void) {
   return n;
 }
 
+/* ext4's (and XFS's) shutdown ioctl, not in the uapi headers as such */
+#define FS_SHUTDOWN _IOR('X', 125, uint32_t)
+#define FS_SHUTDOWN_NOLOGFLUSH 2u
+
 void lsb_disk_release(const char *box) {
   static const char *const order[] = {"workspace", "tmp", "disk", NULL};
   char p[LSB_PATH_MAX];
-  int i;
+  int i, fd;
+  /* the filesystem goes with the box: shut down without flushing its
+  ** journal or data first, so the unmount writes nothing (a commit would
+  ** flush the loop device, an fsync of the image on the host), and
+  ** anything still holding it gets EIO rather than writing on */
+  if (path_in(p, sizeof p, box, "disk") == 0 && is_mount_of(p, box) &&
+      (fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+    uint32_t how = FS_SHUTDOWN_NOLOGFLUSH;
+    if (ioctl(fd, FS_SHUTDOWN, &how) != 0) { /* an old kernel: a plain unmount */ }
+    close(fd);
+  }
   for (i = 0; order[i]; i++) {
     if (path_in(p, sizeof p, box, order[i])) continue;
     if (is_mount_of(p, box)) umount2(p, MNT_DETACH | UMOUNT_NOFOLLOW);
