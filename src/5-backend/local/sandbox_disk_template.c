@@ -247,16 +247,27 @@ out:
   return fd;
 }
 
-/* Copy the data of in (of bytes) into the empty out, holes kept. */
+/* Is buf all zeros? */
+static int zeros(const char *buf, size_t n) {
+  return n == 0 || (buf[0] == 0 && memcmp(buf, buf + 1, n - 1) == 0);
+}
+
+/* Copy the data of in (of bytes) into the empty out, holes kept. Where
+** the filesystem cannot tell holes (SEEK_DATA then calls it all data:
+** more than the file has blocks for), the copy reads and leaves out the
+** zeros itself rather than write gigabytes of them. */
 static int copy_sparse(int in, int out, uint64_t bytes) {
   char buf[16384];
-  off_t off = 0, s, e;
+  struct stat st;
+  off_t off = 0, s, e, alloc;
   int plain = 0;
   if (ioctl(out, FICLONE, in) == 0) return 0;      /* a reflink: no copy */
-  if (ftruncate(out, (off_t)bytes) != 0) return -errno;
+  if (fstat(in, &st) != 0 || ftruncate(out, (off_t)bytes) != 0) return -errno;
+  alloc = (off_t)st.st_blocks * 512;
   while ((s = lseek(in, off, SEEK_DATA)) >= 0) {
     loff_t i = s, o = s;
     if ((e = lseek(in, s, SEEK_HOLE)) < 0) return -errno;
+    if (e - s > alloc) plain = 1;      /* no holes seen: sieve by hand */
     while (i < e) {
       ssize_t n;
       if (!plain) {
@@ -269,7 +280,8 @@ static int copy_sparse(int in, int out, uint64_t bytes) {
       } else {
         size_t want = (size_t)(e - i) < sizeof buf ? (size_t)(e - i) : sizeof buf;
         n = pread(in, buf, want, i);
-        if (n > 0 && pwrite(out, buf, (size_t)n, o) != n) n = -1;
+        if (n > 0 && !zeros(buf, (size_t)n) && pwrite(out, buf, (size_t)n, o) != n)
+          n = -1;
         if (n > 0) {
           i += n;
           o += n;
