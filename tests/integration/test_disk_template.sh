@@ -137,7 +137,14 @@ mkdir -p "$small" && mount -t tmpfs -o size=24m,mode=711 lash-disktpl "$small"
 F=$(LASH_SANDBOX_ROOT=$small sb create --timeout 600 --limit disk=$((16 * mib)) 2>"$work/ferr")
 check "a state root on tmpfs: the template is made there" test -n "$F" -a -f "$small/.disk-templates/ext4-v1-$((16 * mib)).img"
 LASH_SANDBOX_ROOT=$small sb destroy "$F"
+H=$(LASH_SANDBOX_ROOT=$small sb create --timeout 600 2>/dev/null)   # a default quota, made at its first use
 dd if=/dev/zero of="$small/fill" bs=64k 2>/dev/null
+out=$(LASH_SANDBOX_ROOT=$small sb exec "$H" -- sh -c 'echo ran' 2>"$work/herr")
+check "no space for a default quota's copy at the first use: the command runs without one ($out)" test "$out" = ran
+check "  with a warning naming why ($(head -c 200 "$work/herr"))" grep -q 'cannot copy the disk template.*No space left' "$work/herr"
+check "  and nothing left of it: no image, loop device or mount; marked ($(ls "$small/$H" | tr '\n' ' '))" \
+  test ! -e "$small/$H/disk.img" -a ! -e "$small/$H/disk.img.new" -a -e "$small/$H/disk.off" -a "$(loops "$small/")" = 0 -a "$(mounts "$small/")" = 0
+LASH_SANDBOX_ROOT=$small sb destroy "$H"
 before=$(ls -A "$small" | tr '\n' ' ')
 G=$(LASH_SANDBOX_ROOT=$small sb create --timeout 600 --limit disk=$((16 * mib)) 2>"$work/gerr"); rc=$?
 check "no space left for the copy: create fails naming why (exit $rc: $(head -c 240 "$work/gerr"))" \
