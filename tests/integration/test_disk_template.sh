@@ -124,6 +124,19 @@ check "two processes making sandboxes of a new size at once: both made, mkfs ran
   test -f "$LASH_SANDBOX_ROOT/$i1/disk.img" -a -f "$LASH_SANDBOX_ROOT/$i2/disk.img" -a "$(mkfs_runs "$work/two.log")" = 1
 sb destroy "$i1"; sb destroy "$i2"
 
+# --- first uses of one sandbox at once: each waits for the one making it ---
+# (the image is in place a moment before its directories are: a use then
+# must not try to bind them)
+bad=0
+for _ in 1 2 3; do
+  id=$(sb create --timeout 600)
+  for i in 1 2 3 4 5 6; do sb exec "$id" -- sh -c 'test -w /workspace -a -w /tmp && echo ok' >"$work/r.$i" 2>&1 & done
+  wait
+  for i in 1 2 3 4 5 6; do [ "$(cat "$work/r.$i")" = ok ] || { bad=$((bad + 1)); last=$(head -c 200 "$work/r.$i"); }; done
+  sb destroy "$id"
+done
+check "six first uses of a sandbox at once, three times: every one runs in its quota ($bad failed${last:+: $last})" test "$bad" = 0
+
 # --- gc: unused templates and leftovers go ---------------------------------
 : >"$T/ext4-v1-$((99 * mib)).img.new"
 touch -d '-2 days' "$T/ext4-v1-$((20 * mib)).img"

@@ -327,6 +327,7 @@ static int make_lazily(int boxfd, const char *box, uint64_t bytes, uid_t uid,
 int lsb_disk_ensure(int boxfd, const char *box, uint64_t bytes, uid_t uid,
                     gid_t gid, char *why, size_t whysz) {
   char disk[LSB_PATH_MAX], ws[LSB_PATH_MAX], tmp[LSB_PATH_MAX];
+  int lockfd, rc;
   if (faccessat(boxfd, IMG, F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
     if (!bytes || faccessat(boxfd, OFF, F_OK, AT_SYMLINK_NOFOLLOW) == 0) return 0;
     return make_lazily(boxfd, box, bytes, uid, gid, why, whysz);
@@ -341,7 +342,14 @@ int lsb_disk_ensure(int boxfd, const char *box, uint64_t bytes, uid_t uid,
              "reboot?) and only root can mount it: run lash as root once");
     return -EPERM;
   }
-  return mount_all(box, 1, why, whysz);
+  /* under the disk lock: another process's first use may be between
+  ** renaming the image into place and making the directories to bind */
+  lockfd = openat(boxfd, LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (lockfd < 0) return -errno;
+  while (flock(lockfd, LOCK_EX) != 0 && errno == EINTR) {}
+  rc = mount_all(box, 1, why, whysz);
+  close(lockfd);
+  return rc;
 }
 
 /* Undo mountinfo's octal escapes (\040 for a space) in place. */
