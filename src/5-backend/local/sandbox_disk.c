@@ -14,7 +14,8 @@
 ** a sandbox stays as cheap as before; when it cannot be made then (no loop
 ** device left), the sandbox goes on without one, marked <box>/disk.off, and
 ** the caller warns. The image is sparse and mounted with discard, so it
-** takes on the host only what the sandbox keeps.
+** takes on the host only what the sandbox keeps; it is a copy of the state
+** root's template of its size (sandbox_disk_template.c: mkfs once).
 */
 #include "sandbox_local_int.h"
 
@@ -33,7 +34,7 @@
 #include <unistd.h>
 
 #define IMG "disk.img"
-#define IMG_NEW "disk.img.new"    /* while mkfs runs: never mounted */
+#define IMG_NEW "disk.img.new"    /* while it is copied: never mounted */
 #define OFF "disk.off"            /* a default quota that could not be made */
 #define LOCK "disk.lock"          /* serialises the lazy creation */
 /* the default quota: 8 GiB (the per-file limit, file_size, is as large, so
