@@ -67,6 +67,10 @@ check "  holding none of the first sandbox's files ($(head -c 100 "$work/b.out")
 check "  in an image of its own, sparse (its data $(du -k "$LASH_SANDBOX_ROOT/$B/disk.img" | cut -f1) KiB)" \
   test "$(stat -c %i "$LASH_SANDBOX_ROOT/$B/disk.img")" != "$(stat -c %i "$tpl")" -a \
        "$(du -k "$LASH_SANDBOX_ROOT/$B/disk.img" | cut -f1)" -lt 8192
+bdisk=$LASH_SANDBOX_ROOT/$B/disk
+check "  its workspace/ and tmp/ are its own, laid out in the template ($(ls -A "$bdisk" | tr '\n' ' '); $(stat -c '%a %u' "$bdisk/workspace" "$bdisk/tmp" | tr '\n' ' '))" \
+  test "$(ls -A "$bdisk" | sort | tr '\n' ' ')" = "tmp workspace " -a \
+       "$(stat -c '%a %u' "$bdisk/workspace" "$bdisk/tmp" | sort -u)" = "700 $(grep -o '"uid": *[0-9]*' "$LASH_SANDBOX_ROOT/$B/meta.json" | grep -o '[0-9]*$')"
 out=$(sb exec "$A" -- cat /workspace/from-a 2>&1)
 check "  the first sandbox keeps its files ($out)" test "$out" = secret
 # a host process inside B's filesystem at its destroy: the filesystem is
@@ -100,6 +104,18 @@ traced "$work/e.out" "$work/e.log" "$LASH" sandbox exec "$E" -- true
 check "a template whose superblock checksum fails is made again ($(mkfs_runs "$work/e.log") mkfs)" \
   test "$(mkfs_runs "$work/e.log")" = 1
 sb destroy "$C"; sb destroy "$D"; sb destroy "$E"
+
+# --- without debugfs the template is plain mkfs; sandboxes make their dirs --
+if command -v unshare >/dev/null && [ -x /usr/sbin/debugfs ]; then
+  nd=$work/nodebugfs; mkdir -p -m 711 "$nd"
+  id=$(LASH_SANDBOX_ROOT=$nd sb create --timeout 600)
+  out=$(LASH_SANDBOX_ROOT=$nd unshare -m sh -c 'mount --bind /dev/null /usr/sbin/debugfs && "$@"' _ "$LASH" sandbox exec "$id" -- sh -c 'test -w /workspace -a -w /tmp && echo ok' 2>&1)
+  # (its mounts went with that mount namespace: this use mounts it here)
+  LASH_SANDBOX_ROOT=$nd sb exec "$id" -- true
+  check "debugfs failing: the template is made by mkfs alone and the sandbox works ($out; $(ls -A "$nd/$id/disk" | tr '\n' ' '))" \
+    sh -c "test '$out' = ok && test \"\$(ls -A '$nd/$id/disk' | sort | tr '\n' ' ')\" = 'tmp workspace ' && debugfs -R ls '$nd/.disk-templates/ext4-v1-$gq.img' 2>/dev/null | grep -q lost+found"
+  LASH_SANDBOX_ROOT=$nd sb destroy "$id"
+fi
 
 # --- explicit sizes: templates of their own, at most four kept ------------
 mib=$((1024 * 1024))

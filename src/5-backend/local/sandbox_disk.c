@@ -237,16 +237,18 @@ int lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
   if (mkdir(disk, 0700) != 0 && errno != EEXIST) return -errno;
   /* the filesystem first, then its directories, then the binds */
   if ((rc = mount_all(box, 0, why, whysz)) != 0) return rc;
+  /* the template has them as root's (sandbox_disk_template.c: lay_out) */
   for (i = 0; dirs[i]; i++) {
     path_in(p, sizeof p, disk, dirs[i]);
-    if ((mkdir(p, 0700) != 0 && errno != EEXIST) || chown(p, uid, gid) != 0) {
+    if ((mkdir(p, 0700) != 0 && errno != EEXIST) || chown(p, uid, gid) != 0 ||
+        chmod(p, 0700) != 0) {
       rc = -errno;
       snprintf(why, whysz, "cannot make %s (%s)", p, strerror(-rc));
       lsb_disk_release(box);
       return rc;
     }
   }
-  /* lost+found is root's: out of the jail's way */
+  /* lost+found is root's: out of the jail's way (a template has none) */
   path_in(p, sizeof p, disk, "lost+found");
   rmdir(p);
   rc = mount_all(box, 1, why, whysz);

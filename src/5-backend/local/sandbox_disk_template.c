@@ -83,14 +83,36 @@ static int template_sane(int fd, uint64_t bytes) {
   return 1;
 }
 
-/* mkfs.ext4 on path (a sparse file of bytes made here). */
-static int run_mkfs(const char *path, uint64_t bytes, char *why, size_t whysz) {
-  char exe[LSB_PATH_MAX];
+/* Run argv[0] (an absolute path) to its end, input (or nothing) on its
+** stdin, its output dropped. 0 when it exited 0, else -EIO or -errno. */
+static int run(char *const *argv, const char *input) {
   char *envp[] = {NULL};
   lsb_spawn_opts o;
   lsb_spawn sp;
   const char *stage;
-  int fd, rc, st = 0;
+  int rc, st = 0;
+  memset(&o, 0, sizeof o);
+  o.path = argv[0];
+  o.argv = argv;
+  o.envp = envp;
+  o.want_stdin = input != NULL;
+  o.cgroup_fds[0] = o.cgroup_fds[1] = -1;
+  if ((rc = lsb_spawn_child(&o, &sp, &stage)) != 0) return rc;
+  if (sp.in_fd >= 0) {
+    /* a few lines: the pipe holds them */
+    size_t n = strlen(input);
+    if (write(sp.in_fd, input, n) != (ssize_t)n) rc = -EIO;
+    close(sp.in_fd);
+  }
+  while (waitpid(sp.pid, &st, 0) < 0 && errno == EINTR) {}
+  if (!rc && (!WIFEXITED(st) || WEXITSTATUS(st) != 0)) rc = -EIO;
+  return rc;
+}
+
+/* mkfs.ext4 on path (a sparse file of bytes made here). */
+static int run_mkfs(const char *path, uint64_t bytes, char *why, size_t whysz) {
+  char exe[LSB_PATH_MAX];
+  int fd, rc;
   if (lsb_find_exe("mkfs.ext4", "/usr/sbin:/sbin:/usr/bin:/bin", exe, sizeof exe)) {
     snprintf(why, whysz, "mkfs.ext4 is not installed (Debian: e2fsprogs)");
     return -ENOENT;
@@ -118,19 +140,24 @@ static int run_mkfs(const char *path, uint64_t bytes, char *why, size_t whysz) {
                     (char *)"-O", (char *)"^resize_inode",
                     (char *)"-E", (char *)"lazy_itable_init=1,lazy_journal_init=1",
                     (char *)path, NULL};
-    memset(&o, 0, sizeof o);
-    o.path = exe;
-    o.argv = argv;
-    o.envp = envp;
-    o.cgroup_fds[0] = o.cgroup_fds[1] = -1;
-    rc = lsb_spawn_child(&o, &sp, &stage);
-    if (!rc) {
-      while (waitpid(sp.pid, &st, 0) < 0 && errno == EINTR) {}
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = -EIO;
-    }
+    rc = run(argv, NULL);
   }
   if (rc) snprintf(why, whysz, "mkfs.ext4 failed on %s (%s)", path, strerror(-rc));
   return rc;
+}
+
+/* Lay out the fresh filesystem in path as every sandbox wants it, once
+** rather than at each first mount (where it costs a sandbox a millisecond
+** or two): its workspace/ and tmp/ made, lost+found gone. The sandbox
+** gives them their owner and mode, and makes any that are missing, so a
+** template without them (no debugfs) still serves. 0, or -errno when
+** debugfs failed part way (the template is then made again without). */
+static int lay_out(const char *path) {
+  char exe[LSB_PATH_MAX];
+  char *argv[] = {exe, (char *)"-w", (char *)"-f", (char *)"-", (char *)path, NULL};
+  if (lsb_find_exe("debugfs", "/usr/sbin:/sbin:/usr/bin:/bin", exe, sizeof exe))
+    return 0;
+  return run(argv, "rmdir lost+found\nmkdir workspace\nmkdir tmp\n");
 }
 
 /* Keep at most TEMPLATES_MAX templates (under the lock): the least
@@ -222,6 +249,7 @@ static int template_open(const char *root, uint64_t bytes, char *why, size_t why
   ** process copies a half-made one, even after a crash */
   tpath(path, sizeof path, root, tmp);
   rc = run_mkfs(path, bytes, why, whysz);
+  if (!rc && lay_out(path) != 0) rc = run_mkfs(path, bytes, why, whysz);
   fd = rc ? rc : openat(dfd, tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && !rc) {
     rc = fd = -errno;
