@@ -6,7 +6,8 @@
 ** as a template, <root>/.disk-templates/ext4-v1-<bytes>.img, and every
 ** sandbox's image is a sparse copy of it: a reflink (FICLONE) where the
 ** filesystem has them, else its data extents (SEEK_DATA/SEEK_HOLE) copied
-** in the kernel (copy_file_range), holes kept. A template is made under
+** in the kernel (copy_file_range), holes kept; its directories are laid out
+** in the template too (lay_out). A template is made under
 ** the directory's lock, written to a temporary name, synced and renamed,
 ** so a half-made one is never copied; one that fails the sanity check (an
 ** ext4 superblock of its size, checksum good) is made again. The images
