@@ -14,7 +14,8 @@
 ** a sandbox stays as cheap as before; when it cannot be made then (no loop
 ** device left), the sandbox goes on without one, marked <box>/disk.off, and
 ** the caller warns. The image is sparse and mounted with discard, so it
-** takes on the host only what the sandbox keeps.
+** takes on the host only what the sandbox keeps; it is a copy of the state
+** root's template of its size (sandbox_disk_template.c: mkfs once).
 */
 #include "sandbox_local_int.h"
 
@@ -29,17 +30,17 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define IMG "disk.img"
-#define IMG_NEW "disk.img.new"    /* while mkfs runs: never mounted */
+#define IMG_NEW "disk.img.new"    /* while it is copied: never mounted */
 #define OFF "disk.off"            /* a default quota that could not be made */
 #define LOCK "disk.lock"          /* serialises the lazy creation */
 /* the default quota: 8 GiB (the per-file limit, file_size, is as large, so
 ** no file the sandbox could write anyway is refused), at most a quarter of
 ** what is free on the state root, so that one sandbox alone cannot fill
-** it; never below the 16 MiB any quota needs */
+** it, rounded down to a power of two; never below the 16 MiB any quota
+** needs */
 #define DEFAULT_BYTES (8ull << 30)
 #define MIN_BYTES (16ull << 20)
 /* ext4's lazy inode-table initialisation would write the whole table (128
@@ -74,7 +75,9 @@ uint64_t lsb_disk_default(const char *root) {
     quarter = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize / 4;
     if (quarter < b) b = quarter;
   }
-  b &= ~((1ull << 20) - 1);          /* whole MiB */
+  /* a power of two, so that sandboxes made while the free space drifts
+  ** share one template (sandbox_disk_template.c) */
+  while (b & (b - 1)) b &= b - 1;
   return b < MIN_BYTES ? MIN_BYTES : b;
 }
 
@@ -209,66 +212,42 @@ out:
 
 int lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
                     char *why, size_t whysz) {
-  char img[LSB_PATH_MAX], disk[LSB_PATH_MAX], exe[LSB_PATH_MAX], p[LSB_PATH_MAX],
-      tmpimg[LSB_PATH_MAX];
+  char img[LSB_PATH_MAX], disk[LSB_PATH_MAX], p[LSB_PATH_MAX], tmpimg[LSB_PATH_MAX],
+      root[LSB_PATH_MAX], *slash;
   static const char *const dirs[] = {"workspace", "tmp", NULL};
-  char *envp[] = {NULL};
-  lsb_spawn_opts o;
-  lsb_spawn sp;
-  const char *stage;
-  int fd, rc, st = 0, i;
-  if (path_in(img, sizeof img, box, IMG) || path_in(disk, sizeof disk, box, "disk"))
+  int rc, i;
+  if (path_in(img, sizeof img, box, IMG) || path_in(disk, sizeof disk, box, "disk") ||
+      path_in(tmpimg, sizeof tmpimg, box, IMG_NEW))
     return -ENAMETOOLONG;
-  if (lsb_find_exe("mkfs.ext4", "/usr/sbin:/sbin:/usr/bin:/bin", exe, sizeof exe))
-    return -ENOENT;
-  /* made under another name and renamed once whole: an image a crash cut
-  ** short is never mounted */
-  if (path_in(tmpimg, sizeof tmpimg, box, IMG_NEW)) return -ENAMETOOLONG;
-  unlink(tmpimg);
-  fd = open(tmpimg, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return -errno;
-  rc = ftruncate(fd, (off_t)bytes) == 0 ? 0 : -errno;   /* sparse */
-  close(fd);
-  if (rc) {
+  /* boxes live at <root>/<id>: the templates are the state root's */
+  snprintf(root, sizeof root, "%s", box);
+  if (!(slash = strrchr(root, '/'))) return -EINVAL;
+  *slash = '\0';
+  /* a copy of the template of that size (made by mkfs the first time),
+  ** under another name and renamed once whole: an image a crash cut short
+  ** is never mounted */
+  rc = lsb_disk_image(root[0] ? root : "/", tmpimg, bytes, why, whysz);
+  if (!rc && rename(tmpimg, img) != 0) {
+    rc = -errno;
+    snprintf(why, whysz, "cannot rename %s to %s (%s)", tmpimg, img, strerror(-rc));
     unlink(tmpimg);
-    snprintf(why, whysz, "cannot make %s of %llu bytes (%s)", img,
-             (unsigned long long)bytes, strerror(-rc));
-    return rc;
   }
-  {
-    char *argv[] = {exe, (char *)"-q", (char *)"-F", (char *)"-m", (char *)"0",
-                    (char *)"-E", (char *)"lazy_itable_init=1,lazy_journal_init=1",
-                    tmpimg, NULL};
-    memset(&o, 0, sizeof o);
-    o.path = exe;
-    o.argv = argv;
-    o.envp = envp;
-    o.cgroup_fds[0] = o.cgroup_fds[1] = -1;
-    rc = lsb_spawn_child(&o, &sp, &stage);
-    if (!rc) {
-      while (waitpid(sp.pid, &st, 0) < 0 && errno == EINTR) {}
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = -EIO;
-    }
-  }
-  if (!rc && rename(tmpimg, img) != 0) rc = -errno;
-  if (rc) {
-    unlink(tmpimg);
-    snprintf(why, whysz, "mkfs.ext4 failed on %s (%s)", img, strerror(-rc));
-    return rc;
-  }
+  if (rc) return rc;
   if (mkdir(disk, 0700) != 0 && errno != EEXIST) return -errno;
   /* the filesystem first, then its directories, then the binds */
   if ((rc = mount_all(box, 0, why, whysz)) != 0) return rc;
+  /* the template has them as root's (sandbox_disk_template.c: lay_out) */
   for (i = 0; dirs[i]; i++) {
     path_in(p, sizeof p, disk, dirs[i]);
-    if ((mkdir(p, 0700) != 0 && errno != EEXIST) || chown(p, uid, gid) != 0) {
+    if ((mkdir(p, 0700) != 0 && errno != EEXIST) || chown(p, uid, gid) != 0 ||
+        chmod(p, 0700) != 0) {
       rc = -errno;
       snprintf(why, whysz, "cannot make %s (%s)", p, strerror(-rc));
       lsb_disk_release(box);
       return rc;
     }
   }
-  /* lost+found is root's: out of the jail's way */
+  /* lost+found is root's: out of the jail's way (a template has none) */
   path_in(p, sizeof p, disk, "lost+found");
   rmdir(p);
   rc = mount_all(box, 1, why, whysz);
@@ -350,6 +329,7 @@ static int make_lazily(int boxfd, const char *box, uint64_t bytes, uid_t uid,
 int lsb_disk_ensure(int boxfd, const char *box, uint64_t bytes, uid_t uid,
                     gid_t gid, char *why, size_t whysz) {
   char disk[LSB_PATH_MAX], ws[LSB_PATH_MAX], tmp[LSB_PATH_MAX];
+  int lockfd, rc;
   if (faccessat(boxfd, IMG, F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
     if (!bytes || faccessat(boxfd, OFF, F_OK, AT_SYMLINK_NOFOLLOW) == 0) return 0;
     return make_lazily(boxfd, box, bytes, uid, gid, why, whysz);
@@ -364,7 +344,14 @@ int lsb_disk_ensure(int boxfd, const char *box, uint64_t bytes, uid_t uid,
              "reboot?) and only root can mount it: run lash as root once");
     return -EPERM;
   }
-  return mount_all(box, 1, why, whysz);
+  /* under the disk lock: another process's first use may be between
+  ** renaming the image into place and making the directories to bind */
+  lockfd = openat(boxfd, LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (lockfd < 0) return -errno;
+  while (flock(lockfd, LOCK_EX) != 0 && errno == EINTR) {}
+  rc = mount_all(box, 1, why, whysz);
+  close(lockfd);
+  return rc;
 }
 
 /* Undo mountinfo's octal escapes (\040 for a space) in place. */
@@ -411,10 +398,24 @@ int lsb_disk_sweep(void) {
   return n;
 }
 
+/* ext4's (and XFS's) shutdown ioctl, not in the uapi headers as such */
+#define FS_SHUTDOWN _IOR('X', 125, uint32_t)
+#define FS_SHUTDOWN_NOLOGFLUSH 2u
+
 void lsb_disk_release(const char *box) {
   static const char *const order[] = {"workspace", "tmp", "disk", NULL};
   char p[LSB_PATH_MAX];
-  int i;
+  int i, fd;
+  /* the filesystem goes with the box: shut down without flushing its
+  ** journal or data first, so the unmount writes nothing (a commit would
+  ** flush the loop device, an fsync of the image on the host), and
+  ** anything still holding it gets EIO rather than writing on */
+  if (path_in(p, sizeof p, box, "disk") == 0 && is_mount_of(p, box) &&
+      (fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+    uint32_t how = FS_SHUTDOWN_NOLOGFLUSH;
+    if (ioctl(fd, FS_SHUTDOWN, &how) != 0) { /* an old kernel: a plain unmount */ }
+    close(fd);
+  }
   for (i = 0; order[i]; i++) {
     if (path_in(p, sizeof p, box, order[i])) continue;
     if (is_mount_of(p, box)) umount2(p, MNT_DETACH | UMOUNT_NOFOLLOW);

@@ -1058,6 +1058,7 @@ static int local_gc(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lsbl_find_root(L, 1, root, sizeof root);   /* gc does all that reclaim would */
   lsb_disk_sweep();                     /* and frees orphaned quota mounts */
+  lsb_disk_templates_gc(root);          /* and disk templates out of use */
   lua_newtable(L);
   out = lua_gettop(L);
   lua_newtable(L);

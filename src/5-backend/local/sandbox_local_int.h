@@ -412,7 +412,7 @@ int  lsb_disk_usable(char *why, size_t whysz);
 int  lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
                      char *why, size_t whysz);
 /* The default quota of a sandbox under the state root root: 8 GiB, at most
-** a quarter of what is free there. */
+** a quarter of what is free there rounded down to a power of two. */
 uint64_t lsb_disk_default(const char *root);
 /* Before a use of the box: a quota whose mounts are gone (a reboot) is
 ** mounted again; a default quota of bytes not made yet is made now (owned
@@ -427,5 +427,14 @@ int  lsb_disk_ensure(int boxfd, const char *box, uint64_t bytes, uid_t uid,
 int  lsb_disk_sweep(void);
 /* Unmount (lazily) the box's quota filesystem and its binds. */
 void lsb_disk_release(const char *box);
+/* sandbox_disk_template.c: make dst (absent or replaced) an empty ext4
+** image of bytes, a sparse copy of the state root's template of that size
+** (made by mkfs.ext4 when missing or damaged). 0, or -errno with *why and
+** dst removed. */
+int  lsb_disk_image(const char *root, const char *dst, uint64_t bytes, char *why,
+                    size_t whysz);
+/* gc: remove the templates unused for a day and any left half-made.
+** Returns how many went. */
+int  lsb_disk_templates_gc(const char *root);
 
 #endif
