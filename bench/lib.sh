@@ -14,7 +14,17 @@ mkdir -p "$out"
 # (a+x: a sandbox as root runs as a uid of its own and must reach its state)
 tmp=$(mktemp -d "/tmp/lash-$BENCH.XXXXXX"); chmod 711 "$tmp"
 srv=
-trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$tmp"' EXIT
+# sandboxes a bench left in its state root hold mounts (their disk quota)
+# that rm cannot remove: destroy them first
+cleanup_bench() {
+  local b lash=${LASH_BIN:-$B/bin/lash}
+  [ -n "$srv" ] && kill "$srv" 2>/dev/null
+  for b in "$tmp"/state/lb-*; do
+    [ -d "$b" ] && [ -x "$lash" ] && LASH_SANDBOX_ROOT=$tmp/state "$lash" sandbox destroy "${b##*/}" >/dev/null 2>&1
+  done
+  rm -rf "$tmp"
+}
+trap cleanup_bench EXIT
 
 # row NAME VALUE UNIT NOTE: one row of make bench's table
 row() { echo "| $1 | $2 | $3 | $4 |"; }

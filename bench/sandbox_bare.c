@@ -10,7 +10,7 @@
 **
 ** usage: sandbox_bare N STATE_ROOT ID WORKDIR BWRAP CMD [ARGS...]
 */
-#include "sandbox_local.h"
+#include "sandbox_local_int.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
