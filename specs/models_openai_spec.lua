@@ -252,4 +252,23 @@ describe("openai request bodies across steps", function()
       history[#history + 1] = msg(step % 2 == 1 and "assistant" or "user", "step " .. step)
     end
   end)
+
+  it("stay the same for the Responses API as its input grows", function()
+    local responses = require "lash.models.openai_responses"
+    local m = responses.new("gpt-x", { base_url = "http://127.0.0.1:1/v1" })
+    local history = { msg("user", "hi") }
+    for step = 1, 5 do
+      local copy = {}
+      for i, x in ipairs(history) do copy[i] = json.copy(x) end
+      local fresh = json.encode_canonical(m:body({ messages = copy, instructions = "x" }, false))
+      assert.equal(fresh, json.encode_canonical(m:body({ messages = history, instructions = "x" }, false)))
+      if step % 2 == 1 then
+        history[#history + 1] = { role = "assistant", parts = { { type = "tool_call", id = "c" .. step, name = "t",
+                                                                  args = { n = step } } } }
+      else
+        history[#history + 1] = { role = "user", parts = { { type = "tool_result", id = "c" .. (step - 1), name = "t",
+                                                             content = "r" .. step } } }
+      end
+    end
+  end)
 end)

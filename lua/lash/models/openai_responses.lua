@@ -80,35 +80,40 @@ local function user_item(parts)
   return { role = "user", content = content }
 end
 
---- Convert a history to Responses API `input` items (exported for tests).
-function M.input(history)
-  local out = json.array()
-  for _, m in ipairs(history) do
-    if m.role == "assistant" then
-      for _, p in ipairs(m.parts) do
-        if p.type == "text" then
-          if p.text ~= "" then out[#out + 1] = { role = "assistant", content = p.text } end
-        elseif p.type == "reasoning" and type(p.item) == "table" then
-          out[#out + 1] = p.item
-        elseif p.type == "tool_call" then
-          out[#out + 1] = { type = "function_call", id = p.item_id, call_id = models.id_string(p.id), name = p.name,
-                            arguments = p.args_json or json.encode_canonical(p.args or {}) }
-        end
+-- The input items of one history message.
+local function input_items(m)
+  local out = {}
+  if m.role == "assistant" then
+    for _, p in ipairs(m.parts) do
+      if p.type == "text" then
+        if p.text ~= "" then out[#out + 1] = { role = "assistant", content = p.text } end
+      elseif p.type == "reasoning" and type(p.item) == "table" then
+        out[#out + 1] = p.item
+      elseif p.type == "tool_call" then
+        out[#out + 1] = { type = "function_call", id = p.item_id, call_id = models.id_string(p.id), name = p.name,
+                          arguments = p.args_json or json.encode_canonical(p.args or {}) }
       end
-    else
-      local rest = {}
-      for _, p in ipairs(m.parts) do
-        if p.type == "tool_result" then
-          out[#out + 1] = { type = "function_call_output", call_id = models.id_string(p.id), output = p.content }
-        else
-          rest[#rest + 1] = p
-        end
-      end
-      local item = user_item(rest)
-      if item then out[#out + 1] = item end
     end
+  else
+    local rest = {}
+    for _, p in ipairs(m.parts) do
+      if p.type == "tool_result" then
+        out[#out + 1] = { type = "function_call_output", call_id = models.id_string(p.id), output = p.content }
+      else
+        rest[#rest + 1] = p
+      end
+    end
+    local item = user_item(rest)
+    if item then out[#out + 1] = item end
   end
   return out
+end
+
+--- Convert a history to Responses API `input` items (exported for tests).
+-- Each message's items are made once (models.wire_messages): a step
+-- converts and encodes only the messages it added.
+function M.input(history)
+  return models.wire_messages(history, input_items)
 end
 
 --- json_schema text format takes an object at the root.
