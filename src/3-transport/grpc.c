@@ -9,6 +9,7 @@
 ** retry policy: modal_rpc.c).
 */
 #include "grpc.h"
+#include "base64.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -142,33 +143,6 @@ void grpc_percent_decode(const char *in, size_t n, char *out, size_t outlen) {
   out[o] = 0;
 }
 
-static int b64val(int c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+' || c == '-') return 62;
-  if (c == '/' || c == '_') return 63;
-  return -1;
-}
-
-long grpc_b64_decode(const char *in, size_t n, uint8_t *out) {
-  uint32_t acc = 0;
-  int bits = 0;
-  long o = 0;
-  while (n > 0 && (in[n - 1] == '=' || isspace((unsigned char)in[n - 1]))) n--;
-  for (size_t i = 0; i < n; i++) {
-    int v = b64val((unsigned char)in[i]);
-    if (v < 0) return -1;
-    acc = acc << 6 | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (uint8_t)(acc >> bits);
-    }
-  }
-  return o;
-}
-
 /* google.rpc.RetryInfo { google.protobuf.Duration retry_delay = 1; } */
 typedef struct duration { int64_t seconds; int32_t nanos; } duration;
 typedef struct retry_info { const duration *retry_delay; } retry_info;
@@ -232,7 +206,7 @@ int grpc_parse_details(const char *b64, size_t n, pb_arena *a,
   int rc = -1;
   memset(out, 0, sizeof *out);
   if (n > MAX_DETAILS_B64 || !(raw = malloc(n / 4 * 3 + 4))) return -1;
-  len = grpc_b64_decode(b64, n, raw);
+  len = lash_base64_decode(b64, n, raw, n / 4 * 3 + 4, 0);
   /* strings are copied into the arena: raw can go at once */
   if (len >= 0 && pb_decode(&details_desc, out, raw, (size_t)len, a, &err) == 0)
     rc = 0;

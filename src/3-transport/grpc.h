@@ -137,11 +137,6 @@ int grpc_any_is(const grpc_any *d, const char *type);
 ** *secs and return 0; else -1. */
 int grpc_retry_info(const grpc_any *d, double *secs);
 
-/* Base64 (standard or URL alphabet, padding optional: header values and
-** JWT segments). Returns the decoded length, or -1. out must hold
-** n * 3 / 4 + 3 bytes. */
-long grpc_b64_decode(const char *in, size_t n, uint8_t *out);
-
 /* Decode a percent-encoded grpc-message into out (NUL-terminated). */
 void grpc_percent_decode(const char *in, size_t n, char *out, size_t outlen);
 

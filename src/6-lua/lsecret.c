@@ -25,6 +25,7 @@
 #include "lua.h"
 #include "lauxlib.h"
 #include "modules.h"
+#include "base64.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -363,15 +364,6 @@ static void base_mul_x(u256 *x, const u256 *k) {
   m_mul(x, &acc.x, &zi2, &P256_P);
 }
 
-static int b64_val(int c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+' || c == '-') return 62;
-  if (c == '/' || c == '_') return 63;
-  return -1;
-}
-
 /* The P-256 private scalar of a PEM (PKCS#8 "PRIVATE KEY" or SEC1 "EC
 ** PRIVATE KEY") or DER key: ECPrivateKey's INTEGER 1, OCTET STRING (32). */
 static int ec_private_key(const char *key, size_t len, unsigned char d[32]) {
@@ -381,21 +373,14 @@ static int ec_private_key(const char *key, size_t len, unsigned char d[32]) {
   size_t n = 0, i;
   const char *begin = memchr(key, '-', len) && strstr(key, "-----BEGIN") ? strstr(key, "-----BEGIN") : NULL;
   if (begin) {
-    const char *p = strchr(begin + 10, '\n');
-    unsigned acc = 0;
-    int bits = 0;
+    const char *p = strchr(begin + 10, '\n'), *end;
+    long got;
     if (!p) return -1;
-    for (; *p && strncmp(p, "-----END", 8) != 0; p++) {
-      int v = b64_val((unsigned char)*p);
-      if (v < 0) continue;
-      acc = acc << 6 | (unsigned)v;
-      bits += 6;
-      if (bits >= 8) {
-        bits -= 8;
-        if (n == sizeof der) return -1;
-        der[n++] = (unsigned char)(acc >> bits);
-      }
-    }
+    end = strstr(p, "-----END");
+    if (!end) end = p + strlen(p);
+    got = lash_base64_decode(p, (size_t)(end - p), der, sizeof der, 1);
+    if (got < 0) return -1;
+    n = (size_t)got;
   } else {
     if (len > sizeof der) return -1;
     memcpy(der, key, len);

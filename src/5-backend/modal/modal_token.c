@@ -13,6 +13,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "base64.h"
 #include "grpc.h"
 #include "loop.h"
 
@@ -78,8 +79,8 @@ double modal_token_ttl(const char *jwt) {
   if (!a) return -1;
   const char *b = strchr(a + 1, '.');
   if (!b || b - a - 1 > 8192) return -1;
-  uint8_t payload[8192 * 3 / 4 + 4];  /* grpc_b64_decode's bound, and a NUL */
-  long n = grpc_b64_decode(a + 1, (size_t)(b - a - 1), payload);
+  uint8_t payload[8192 * 3 / 4 + 4];  /* the decoded bound, and a NUL */
+  long n = lash_base64_decode(a + 1, (size_t)(b - a - 1), payload, sizeof payload - 1, 0);
   if (n < 0) return -1;
   payload[n] = 0;
   const char *k = strstr((const char *)payload, "\"exp\"");
