@@ -9,6 +9,7 @@
 #             bubblewrap jail per sandbox, its supervisor runs each command)
 #   bwrap     the floor with a bare bwrap command line before every command
 #   nosave    at K=0 only: "none" with --no-save (no session written)
+#   nodisk    at K=20 and 200: "none" without the default disk quota
 # The runs save their sessions in a database of their own ($LASH_SESSIONS_DB
 # in the scratch directory), not in the user's history.
 # Medians of LASH_BENCH_STEPS_RUNS (default 5; 3 at K=1000), the four kinds
@@ -39,6 +40,7 @@ cmd_of() {
     none) echo "$LASH_BIN run --trust bench/steps_none.lua go --no-stream --max-steps 100000" ;;
     sandbox) echo "$LASH_BIN run --trust bench/steps_sandbox.lua go --no-stream --max-steps 100000" ;;
     nosave) echo "$LASH_BIN run --trust bench/steps_none.lua go --no-stream --max-steps 100000 --no-save" ;;
+    nodisk) echo "env LASH_BENCH_NO_DISK=1 $LASH_BIN run --trust bench/steps_none.lua go --no-stream --max-steps 100000" ;;
   esac
 }
 # wall time of one run in ms
@@ -59,17 +61,19 @@ for k in $KS; do
   start_server 50 "$out/agent_server" "$k" 1800 run_command
   n=$RUNS; [ "$k" -ge 1000 ] && n=$(( RUNS < 3 ? RUNS : 3 ))
   kk=$kinds; [ "$k" -eq 0 ] && kk="$kinds nosave"
+  [ "$k" -gt 0 ] && [ "$k" -le 200 ] && kk="$kk nodisk"
   for kind in $kk; do : >"$tmp/t.$kind"; done
   for _ in $(seq "$n"); do
     for kind in $kk; do timed "$kind" >>"$tmp/t.$kind" || exit 1; done
   done
-  declare -A med
+  unset med; declare -A med
   for kind in $kk; do med[$kind]=$(median <"$tmp/t.$kind"); done
   f=${med[floor]}
   over() { awk -v a="$1" -v f="$f" -v k="$k" 'BEGIN { if (k > 0) printf "%.2fx the floor, %+.3f ms/step", a / f, (a - f) / k / 1000; else printf "%.2fx the floor (cold start)", a / f }'; }
   row "agent K=$k: C floor (libcurl + fork/exec)" "$(ms "$f")" "ms" "median of $n"
   row "agent K=$k: lash, isolation none" "$(ms "${med[none]}")" "ms" "$(over "${med[none]}")"
   [ "$k" -eq 0 ] && row "agent K=$k: lash, isolation none, --no-save" "$(ms "${med[nosave]}")" "ms" "$(over "${med[nosave]}")"
+  [ -n "${med[nodisk]:-}" ] && row "agent K=$k: lash, isolation none, limits.disk = false" "$(ms "${med[nodisk]}")" "ms" "$(over "${med[nodisk]}"); the default disk quota's filesystem costs $(awk -v a="${med[none]}" -v b="${med[nodisk]}" 'BEGIN { printf "%.1f", (a - b) / 1000 }') ms of the row above"
   if [ -n "$jail" ]; then
     row "agent K=$k: lash, sandbox capability" "$(ms "${med[sandbox]}")" "ms" "$(over "${med[sandbox]}"); bare bwrap per command $(awk -v a="${med[bwrap]}" -v f="$f" -v k="$k" 'BEGIN { if (k > 0) printf "%+.3f ms/step", (a - f) / k / 1000; else printf "%.1f ms", a / 1000 }')"
     row "agent K=$k: bare bwrap per command (old floor)" "$(ms "${med[bwrap]}")" "ms" "$(over "${med[bwrap]}")"
@@ -124,6 +128,7 @@ awk -v jail="$jail" '
         continue
       }
       printf "K=%d per-step overhead, lash isolation none|%+.3f|ms/step|aim <= +0.3 (%.2fx the floor)\n", k, (t[k, "none"] - f) / k / 1000, t[k, "none"] / f
+      if ((k, "nodisk") in t) printf "K=%d per-step overhead, lash isolation none without the disk quota|%+.3f|ms/step|aim <= +0.3 (%.2fx the floor)\n", k, (t[k, "nodisk"] - f) / k / 1000, t[k, "nodisk"] / f
       if (jail) {
         printf "K=%d sandboxed agent / unsandboxed floor|%.2f|x|aim <= 1.5 (%+.3f ms/step; a bwrap per command: %.2fx)\n", k, t[k, "sandbox"] / f, (t[k, "sandbox"] - f) / k / 1000, t[k, "bwrap"] / f
       }

@@ -8,7 +8,11 @@ local shell = lash.capability { name = "Shell", for_run = function()
   local sb
   return lash.capability { name = "Shell",
     open = function()
-      sb = lash.sandbox.create { backend = "local", isolation = "none", network = "on", timeout = 600 }
+      -- LASH_BENCH_NO_DISK: without the default disk quota (bench_steps.sh's
+      -- "nodisk" row: what the quota's filesystem costs a run)
+      local limits = os.getenv("LASH_BENCH_NO_DISK") and { disk = false } or nil
+      sb = lash.sandbox.create { backend = "local", isolation = "none", network = "on", timeout = 600,
+                                 limits = limits }
     end,
     close = function() if sb then sb:close() end end,
     tools = { lash.tool { name = "run_command", description = "Run a shell command.",
