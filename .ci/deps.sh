@@ -33,6 +33,10 @@ PKGS=(
   clang libclang-rt-14-dev valgrind
   # make bench: peak RSS (/usr/bin/time -v)
   time
+  # make test: which programs a run starts and which syscalls it makes
+  # (test_disk_template.sh: no mkfs for a second sandbox; test_probe_cache.sh:
+  # no bwrap probe in a second process)
+  strace
   # make test: a LuaJIT host of liblash, C (static and shared) and FFI
   # (tests/integration/test_luajit_host.sh)
   luajit libluajit-5.1-dev

@@ -125,10 +125,111 @@ static int try_bwrap(const char *bwrap, int disable_userns, char *msg,
   return 0;
 }
 
+/* ---- the probe, remembered across processes ------------------------------
+** A probe is a jail of its own, run and waited for (5-10 ms, tens under
+** load) by every process that makes a jailed sandbox. A successful one is
+** kept in a file on a tmpfs a reboot clears ($XDG_RUNTIME_DIR/lash, else
+** /run/lash for root; nowhere else), keyed by what could change its answer:
+** bwrap's identity (path, inode, size, mtime), the euid and the kernel's
+** user-namespace switches. A failure is never kept, so a fix is seen at
+** once; a file or directory not ours alone (another owner, group- or
+** world-writable) is ignored: what it says decides the jail's flags. */
+#define PROBE_FILE "bwrap-probe"
+
+static int probe_key(const char *bwrap, char *key, size_t sz) {
+  static const char *const knobs[] = {
+    "/proc/sys/user/max_user_namespaces",
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns", NULL};
+  struct stat st;
+  size_t n;
+  int i;
+  if (stat(bwrap, &st) != 0) return -1;
+  n = (size_t)snprintf(key, sz, "v1 %s ino=%llu size=%lld mtime=%lld.%09ld euid=%u",
+                       bwrap, (unsigned long long)st.st_ino, (long long)st.st_size,
+                       (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec,
+                       (unsigned)geteuid());
+  for (i = 0; knobs[i] && n < sz; i++) {
+    char v[32];
+    int fd = open(knobs[i], O_RDONLY | O_CLOEXEC);
+    ssize_t r = fd >= 0 ? read(fd, v, sizeof v - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (r < 0) r = 0;
+    v[r] = '\0';
+    v[strcspn(v, "\n")] = '\0';
+    n += (size_t)snprintf(key + n, sz - n, " %s=%s", strrchr(knobs[i], '/') + 1, r ? v : "-");
+  }
+  if (n >= sz - 1) return -1;
+  key[n++] = '\n';
+  key[n] = '\0';
+  return 0;
+}
+
+/* The directory of the remembered probe, opened (-1: none here); made
+** when make is set. */
+static int probe_dir(int make) {
+  char dir[LSB_PATH_MAX];
+  const char *rt = getenv("XDG_RUNTIME_DIR");
+  struct stat st;
+  int fd;
+  if (rt && rt[0] == '/') {
+    if ((size_t)snprintf(dir, sizeof dir, "%s/lash", rt) >= sizeof dir) return -1;
+  } else if (geteuid() == 0) {
+    snprintf(dir, sizeof dir, "/run/lash");
+  } else {
+    return -1;
+  }
+  if (make) mkdir(dir, 0700);
+  fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* 1 and *du when a probe with this key succeeded before, else 0. */
+static int probe_recalled(const char *key, int *du) {
+  char *data = NULL;
+  size_t len, kl = strlen(key);
+  struct stat st;
+  int dfd = probe_dir(0), fd, ok = 0;
+  if (dfd < 0) return 0;
+  fd = openat(dfd, PROBE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  close(dfd);
+  if (fd < 0) return 0;
+  if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 022) &&
+      st.st_size > 0 && st.st_size < 4096 && (data = malloc((size_t)st.st_size + 1))) {
+    ssize_t r = read(fd, data, (size_t)st.st_size);
+    len = r > 0 ? (size_t)r : 0;
+    data[len] = '\0';
+    if (len > kl && memcmp(data, key, kl) == 0 &&
+        (strcmp(data + kl, "disable_userns=1\n") == 0 ||
+         strcmp(data + kl, "disable_userns=0\n") == 0)) {
+      *du = data[kl + 15] == '1';
+      ok = 1;
+    }
+  }
+  free(data);
+  close(fd);
+  return ok;
+}
+
+static void probe_remember(const char *key, int du) {
+  char body[LSB_PATH_MAX + 512];
+  int dfd = probe_dir(1), n;
+  if (dfd < 0) return;
+  n = snprintf(body, sizeof body, "%sdisable_userns=%d\n", key, du);
+  if (n > 0 && (size_t)n < sizeof body) lsb_write_unsynced(dfd, PROBE_FILE, body, (size_t)n, 0600);
+  close(dfd);
+}
+
 /* Push the probe result for this state: {ok =, reason =, bwrap =,
-** disable_userns =}, computed once per bwrap path. */
+** disable_userns =}, computed once per bwrap path (and recalled across
+** processes, above). */
 static void probe(lua_State *L, int cfg) {
-  char path[LSB_PATH_MAX], msg[1024];
+  char path[LSB_PATH_MAX], msg[1024], key[LSB_PATH_MAX + 256];
   const char *want = NULL;
   int ok;
   if (cfg && lua_getfield(L, cfg, "bwrap") == LUA_TSTRING)
@@ -154,11 +255,17 @@ static void probe(lua_State *L, int cfg) {
     lua_pushfstring(L, "bubblewrap (%s) is not installed or not on PATH", want);
     lua_setfield(L, -2, "reason");
   } else {
-    int du = 1;
-    ok = try_bwrap(path, 1, msg, sizeof msg);
-    if (!ok && strstr(msg, "disable-userns")) {   /* an older bwrap */
-      du = 0;
-      ok = try_bwrap(path, 0, msg, sizeof msg);
+    int du = 1, keyed = probe_key(path, key, sizeof key) == 0;
+    if (keyed && probe_recalled(key, &du)) {
+      ok = 1;
+    } else {
+      du = 1;
+      ok = try_bwrap(path, 1, msg, sizeof msg);
+      if (!ok && strstr(msg, "disable-userns")) {   /* an older bwrap */
+        du = 0;
+        ok = try_bwrap(path, 0, msg, sizeof msg);
+      }
+      if (ok && keyed) probe_remember(key, du);
     }
     lua_pushboolean(L, ok);
     lua_setfield(L, -2, "ok");
