@@ -800,7 +800,9 @@ describe("lash.sandbox, local backend", function()
     -- destroy takes the jail down and reaps it
     s:destroy()
     assert.same({}, children_of_self())
-    assert.equal(before - 3, fd_count())   -- its socket, pidfd and directory
+    -- its supervisor's socket, pidfd and directory, and what its commands
+    -- kept open of it (its directory, lock file and meta.json)
+    assert.equal(before - 6, fd_count())
   end)
 
   it_jail("builds the jail once: every command runs under the same supervisor", function()
@@ -849,6 +851,74 @@ describe("lash.sandbox, local backend", function()
     assert.is_true(r.timed_out)
     assert.equal(0, survivors("sleep 9[12][.]" .. RUN))
     assert.equal("start_failed", catch(s.exec, s, { "no-such-command-xyz" }).code)
+  end)
+
+  -- A handle's commands keep what they read of the sandbox (its metadata,
+  -- its cgroup record, its disk check) and check it again at each use:
+  -- whatever another process changes in between is seen as a fresh open
+  -- would see it.
+  local function sees_changes(spec)
+    local LASH = os.getenv("LASH_BIN") or ((os.getenv("LASH_BUILD") or "build") .. "/bin/lash")
+    local s = new(spec)
+    local box = root .. "/" .. s.id
+    local function meta() local f = assert(io.open(box .. "/meta.json")); local m = f:read("a"); f:close(); return m end
+    local function greeting() return s:exec({ "sh", "-c", 'printf %s "$GREETING"' }).stdout end
+    assert.equal("a", greeting())
+    assert.equal("a", greeting())
+    -- meta.json replaced (as lash writes it: a new file renamed over it)
+    local f = assert(io.open(box .. "/meta.json.new", "w"))
+    f:write((meta():gsub('"GREETING":"a"', '"GREETING":"b"')))
+    f:close()
+    assert(os.rename(box .. "/meta.json.new", box .. "/meta.json"))
+    assert.equal("b", greeting())
+    -- edited in place: the same file, the same size
+    lash.sleep(0.02)
+    local m = meta():gsub('"GREETING":"b"', '"GREETING":"c"')
+    f = assert(io.open(box .. "/meta.json", "r+"))
+    f:write(m)
+    f:close()
+    assert.equal("c", greeting())
+    -- its disk quota's mounts undone by hand: the next command mounts them
+    -- again (only where a quota could be made: root, loop devices; not
+    -- under a running jail, which keeps the old mounts)
+    if spec.isolation == "none" and os.execute("env -u LD_PRELOAD mountpoint -q '" .. box .. "/workspace'") then
+      assert(os.execute("env -u LD_PRELOAD sh -c \"umount -l '" .. box .. "/workspace' '" .. box
+                        .. "/tmp' && umount -l '" .. box .. "/disk'\""))
+      assert.is_falsy(os.execute("env -u LD_PRELOAD mountpoint -q '" .. box .. "/workspace'"))
+      greeting()
+      assert.is_truthy(os.execute("env -u LD_PRELOAD mountpoint -q '" .. box .. "/workspace'"))
+    end
+    -- expired by a rewrite of its metadata
+    f = assert(io.open(box .. "/meta.json.new", "w"))
+    f:write((meta():gsub('"expires_at":%d+', '"expires_at":1000')))
+    f:close()
+    assert(os.rename(box .. "/meta.json.new", box .. "/meta.json"))
+    local err = catch(s.exec, s, "true")
+    assert.equal("expired", err.code)
+    assert.equal("expired", catch(s.read_file, s, "x").code)
+    -- destroyed by another process between two commands: the same error
+    -- as a handle that never ran one
+    f = assert(io.open(box .. "/meta.json.new", "w"))
+    f:write((meta():gsub('"expires_at":%d+', '"expires_at":' .. (os.time() + 600))))
+    f:close()
+    assert(os.rename(box .. "/meta.json.new", box .. "/meta.json"))
+    assert.equal("c", greeting())
+    assert(os.execute("env -u LD_PRELOAD LASH_SANDBOX_ROOT='" .. root .. "' " .. LASH .. " sandbox destroy " .. s.id))
+    err = catch(s.exec, s, "true")
+    assert.equal("unavailable", err.kind)
+    assert.equal("gone", err.code)
+    assert.is_true(err.terminal)
+    assert.matches("Sandbox '" .. s.id .. "' is gone", err.message, 1, true)
+    assert.equal("gone", catch(s.read_file, s, "x").code)
+    assert.is_true(s:close())
+  end
+
+  it("isolation = none: a command sees what another process changed in its sandbox", function()
+    sees_changes { isolation = "none", network = "on", env = { GREETING = "a" } }
+  end)
+
+  it_jail("a jailed command sees what another process changed in its sandbox", function()
+    sees_changes { env = { GREETING = "a" } }
   end)
 
   it_jail("another process runs the sandbox's commands in a jail of its own; destroy ends both", function()

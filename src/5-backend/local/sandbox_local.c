@@ -867,6 +867,7 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
   /* our own jail of it first (reaped here); other processes' through the
   ** job records below */
   lsbl_stop_super(L, root, id);
+  lsbl_forget_kept(L, root, id);
   rc = lsb_box_open(root, id, LSB_LOCK_EX, box);
   if (rc == -ENOENT) {
     lua_pop(L, 1);

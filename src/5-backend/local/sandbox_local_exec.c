@@ -465,18 +465,9 @@ static lsb_super *ensure_super(lua_State *L, const char *root, const lsbl_meta *
   return s;
 }
 
-/* The sandbox's cgroup record (exec and spawn prepare a command alike). */
-static void load_cgroup(lua_State *L, lsb_box *box, const char *id,
-                        lsb_cgroup *cg, uint64_t *pids, uint64_t *memory) {
-  int rc = lsb_cgroup_load(box->dirfd, id, cg, pids, memory);
-  if (rc && rc != -ENOENT)
-    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "corrupt", "the cgroup record "
-                       "of sandbox '%s' is damaged (%s); destroy it", id,
-                       strerror(-rc));
-}
-
 /* The arguments (cfg, id, argv, opts) checked, the sandbox loaded (box
-** and meta pushed at 5 and 6) with its cgroup record. */
+** and meta pushed at 5 and 6; what it read is kept for the next command,
+** see sandbox_local_cache.c) with its cgroup record. */
 static void open_for_command(lua_State *L, char *root, size_t rootsz,
                              lsb_box **box, lsbl_meta *m, lsb_cgroup *cg,
                              uint64_t *pids, uint64_t *memory) {
@@ -486,8 +477,7 @@ static void open_for_command(lua_State *L, char *root, size_t rootsz,
   luaL_checktype(L, 3, LUA_TTABLE);
   luaL_checktype(L, 4, LUA_TTABLE);
   lua_settop(L, 4);
-  lsbl_load(L, 1, id, root, rootsz, box, m, 0);
-  load_cgroup(L, *box, id, cg, pids, memory);
+  lsbl_load_kept(L, 1, id, root, rootsz, box, m, cg, pids, memory);
 }
 
 /* The cwd of the options at opts, relative to the workdir (and
