@@ -853,6 +853,21 @@ describe("lash.sandbox, local backend", function()
     assert.equal("start_failed", catch(s.exec, s, { "no-such-command-xyz" }).code)
   end)
 
+  it("isolation = none: a command is found as in a jail, from the workspace and its PATH", function()
+    local s <close> = new { isolation = "none", network = "on" }
+    s:write_file("bin/hi", "#!/bin/sh\necho hi from $0\n")
+    s:exec { "chmod", "+x", "bin/hi" }
+    assert.equal("hi from ./bin/hi\n", s:exec({ "./bin/hi" }).stdout)
+    assert.equal("hi from bin/hi\n", s:exec({ "hi" }, { env = { PATH = "/nonexistent:bin" } }).stdout)
+    local err = catch(s.exec, s, { "no-such-command-xyz" })
+    assert.equal("start_failed", err.code)
+    assert.matches("'no-such-command-xyz' was not found", err.message, 1, true)
+    s:write_file("plain", "echo x\n")
+    err = catch(s.exec, s, { "./plain" })
+    assert.equal("start_failed", err.code)
+    assert.matches("Permission denied", err.message, 1, true)
+  end)
+
   -- A handle's commands keep what they read of the sandbox (its metadata,
   -- its cgroup record, its disk check) and check it again at each use:
   -- whatever another process changes in between is seen as a fresh open

@@ -333,6 +333,36 @@ static void close_from(int lo) {
   }
 }
 
+/* execvp's search, in the child (no heap: it may share our memory): each
+** directory of o->search in turn, as the command's own uid, in its cwd;
+** one it may not run (EACCES) does not stop the search. Returns only on
+** failure, errno set (ENOENT when there was none, EACCES when only such
+** ones). */
+static void exec_in_path(const lsb_spawn_opts *o) {
+  char buf[LSB_PATH_MAX];
+  const char *p = *o->search ? o->search : "/usr/local/bin:/usr/bin:/bin";
+  size_t nl = strlen(o->path);
+  int denied = 0;
+  if (nl == 0) {
+    errno = ENOENT;
+    return;
+  }
+  while (*p) {
+    size_t n = strcspn(p, ":");
+    if (n > 0 && n + 1 + nl < sizeof buf) {
+      memcpy(buf, p, n);
+      buf[n] = '/';
+      memcpy(buf + n + 1, o->path, nl + 1);
+      execve(buf, o->argv, o->envp);
+      if (errno == EACCES) denied = 1;
+      else if (errno != ENOENT && errno != ENOTDIR) return;
+    }
+    p += n;
+    if (*p == ':') p++;
+  }
+  errno = denied ? EACCES : ENOENT;
+}
+
 static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
                        int st, pid_t parent) {
   sigset_t all;
@@ -396,7 +426,8 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
   /* after the credential change, which clears it */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(st, 8);
   if (getppid() != parent) _exit(127);
-  execve(o->path, o->argv, o->envp);
+  if (o->search && !strchr(o->path, '/')) exec_in_path(o);
+  else execve(o->path, o->argv, o->envp);
   child_fail(st, 0);
 }
 

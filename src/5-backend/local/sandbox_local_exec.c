@@ -498,7 +498,7 @@ static void resolve_cwd(lua_State *L, const lsbl_meta *m, int opts, char *cwd,
 }
 
 int lsbl_exec(lua_State *L) {
-  char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX], exe[LSB_PATH_MAX];
+  char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX];
   lsb_box *box;
   lsbl_meta m;
   int metat, envt, rc;
@@ -555,12 +555,15 @@ int lsbl_exec(lua_State *L) {
   so.outputs = 2;
   rc = 0;
   if (m.isolation_none) {
-    const char *path = NULL;
+    /* the child searches PATH as execvp would, in the workspace and as
+    ** the command's uid (a name with a slash is taken from there) */
     lua_getfield(L, envt, "PATH");
-    path = lua_tostring(L, -1);
+    so.search = lua_tostring(L, -1);
     lua_pop(L, 1);   /* still anchored in envt */
-    rc = lsb_find_exe(argv.v[0], path, exe, sizeof exe);
-    so.path = exe;
+    if (!so.search) so.search = "";
+    if (argv.oom || envs.oom) rc = -ENOMEM;
+    else if (!argv.v || !argv.v[0]) rc = -ENOENT;
+    so.path = rc ? "" : argv.v[0];
     so.argv = argv.v;
     so.envp = envs.v;
     so.chdir = cwd;
@@ -736,7 +739,7 @@ static void spawn_release(void *ud) {
 ** policy, env), with no deadline and its stdin, stdout and stderr as pipes
 ** on the loop. It is recorded as a job, so destroying the sandbox ends it. */
 int lsbl_spawn(lua_State *L) {
-  char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX], exe[LSB_PATH_MAX];
+  char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX];
   const char *stage = NULL;
   lsb_box *box;
   lsbl_meta m;
@@ -770,13 +773,16 @@ int lsbl_spawn(lua_State *L) {
   so.outputs = 2;
   if (argv.oom || envs.oom) rc = -ENOMEM;
   if (m.isolation_none) {
-    const char *path;
+    /* searched by the child, as exec's */
     lua_getfield(L, envt, "PATH");
-    path = lua_tostring(L, -1);
-    lua_pop(L, 1);
-    if (!rc && (rc = lsb_find_exe(argv.v[0], path, exe, sizeof exe)) != 0)
+    so.search = lua_tostring(L, -1);
+    lua_pop(L, 1);   /* still anchored in envt */
+    if (!so.search) so.search = "";
+    if (!rc && (!argv.v || !argv.v[0])) {
+      rc = -ENOENT;
       stage = "find";
-    so.path = exe;
+    }
+    so.path = rc ? "" : argv.v[0];
     so.argv = argv.v;
     so.envp = envs.v;
     so.chdir = cwd;

@@ -312,8 +312,11 @@ typedef struct lsb_spawn {
 } lsb_spawn;
 
 typedef struct lsb_spawn_opts {
-  const char *path;            /* executable (absolute, or searched in PATH
-                               ** of envp when it has no slash) */
+  const char *path;            /* executable: with a slash as given (after
+                               ** chdir), else searched in `search` */
+  const char *search;          /* PATH for a path without a slash, searched
+                               ** by the child as execvp does ("": the
+                               ** default); NULL: path is used as is */
   char *const *argv;
   char *const *envp;
   const char *chdir;           /* host directory to start in, or NULL */
