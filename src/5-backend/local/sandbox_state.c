@@ -402,9 +402,13 @@ unsigned long long lsb_proc_starttime(pid_t pid) {
 int lsb_job_add(int dirfd, pid_t pid, char *name, size_t namesz) {
   unsigned long long st = lsb_proc_starttime(pid);
   int fd;
-  if (mkdirat(dirfd, "jobs", 0700) != 0 && errno != EEXIST) return -errno;
   snprintf(name, namesz, "jobs/%d-%llu", (int)pid, st);
   fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == ENOENT) {
+    /* the first job of this box: its directory first */
+    if (mkdirat(dirfd, "jobs", 0700) != 0 && errno != EEXIST) return -errno;
+    fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  }
   if (fd < 0) return -errno;
   close(fd);
   return 0;

@@ -136,6 +136,11 @@ static void on_ctl(lash_loop *loop, lash_io *io, unsigned ev) {
 int lsb_super_alive(lsb_super *s) {
   struct pollfd p;
   if (s->pid <= 0 || s->ctl < 0) return 0;
+  /* the usual case, nothing said and no hangup, in one call */
+  p.fd = s->ctl;
+  p.events = POLLIN;
+  p.revents = 0;
+  if (poll(&p, 1, 0) == 0) return 1;
   if (drain(s) != 0) {
     lsb_super_stop(s);
     return 0;
@@ -196,21 +201,42 @@ static int write_all(int fd, const void *p, size_t len) {
   return 0;
 }
 
-/* The NUL-separated strings of v (from index `from`, after `first` when
-** given) written to a new memfd, left at its end (the caller rewinds it
-** or reads its length). Returns the fd or -errno. */
-int lsb_strings_memfd(const char *name, char *const *v, size_t from,
-                      const char *first) {
-  int fd = memfd_create(name, MFD_CLOEXEC), rc = 0;
-  size_t i;
-  if (fd < 0) return -errno;
-  if (first) rc = write_all(fd, first, strlen(first) + 1);
-  for (i = from; !rc && v && v[i]; i++) rc = write_all(fd, v[i], strlen(v[i]) + 1);
+/* The NUL-separated strings `first` (when given), then v from index
+** `from`, then w (when given), written to a new memfd in one write, left at
+** its end; *len: how many bytes. Returns the fd or -errno. */
+static int strings_memfd(const char *name, const char *first, char *const *v,
+                         size_t from, char *const *w, size_t *len) {
+  size_t total = first ? strlen(first) + 1 : 0, i, at = 0;
+  char *buf;
+  int fd, rc;
+  for (i = from; v && v[i]; i++) total += strlen(v[i]) + 1;
+  for (i = 0; w && w[i]; i++) total += strlen(w[i]) + 1;
+  if ((buf = malloc(total ? total : 1)) == NULL) return -ENOMEM;
+#define PUT(str) do { size_t l_ = strlen(str) + 1; memcpy(buf + at, (str), l_); at += l_; } while (0)
+  if (first) PUT(first);
+  for (i = from; v && v[i]; i++) PUT(v[i]);
+  for (i = 0; w && w[i]; i++) PUT(w[i]);
+#undef PUT
+  fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) {
+    rc = -errno;
+    free(buf);
+    return rc;
+  }
+  rc = write_all(fd, buf, total);
+  free(buf);
   if (rc) {
     close(fd);
     return rc;
   }
+  *len = total;
   return fd;
+}
+
+int lsb_strings_memfd(const char *name, char *const *v, size_t from,
+                      const char *first) {
+  size_t len;
+  return strings_memfd(name, first, v, from, NULL, &len);
 }
 
 /* Where the image lies in the file it was loaded from (the library or the
@@ -452,25 +478,14 @@ int lsb_super_exec(lsb_super *s, lsb_super_cmd *c, const char *cwd,
   } u;
   struct cmsghdr *cm;
   int fds[4], nfd = 0, payload, rc = 0;
-  size_t argc = 0, envc = 0;
-  off_t len;
+  size_t argc = 0, envc = 0, len = 0;
   ssize_t n;
   if (s->ctl < 0) return -ESRCH;
   while (argv[argc]) argc++;
   while (envp && envp[envc]) envc++;
   /* cwd, argv, env: one memfd */
-  payload = lsb_strings_memfd("lash-exec", argv, 0, cwd);
+  payload = strings_memfd("lash-exec", cwd, argv, 0, envp, &len);
   if (payload < 0) return payload;
-  if (envc) {
-    size_t i;
-    for (i = 0; !rc && i < envc; i++)
-      rc = write_all(payload, envp[i], strlen(envp[i]) + 1);
-  }
-  len = lseek(payload, 0, SEEK_CUR);
-  if (rc || len < 0) {
-    close(payload);
-    return rc ? rc : -errno;
-  }
   memset(&m, 0, sizeof m);
   m.magic = LSB_JD_MAGIC;
   m.type = LSB_JD_EXEC;
