@@ -73,6 +73,30 @@ typedef struct kept {
   unsigned gen;
 } kept;
 
+/* Copies that skip the unused tails of the path buffers (they are most of
+** both structs). */
+static void meta_copy(lsbl_meta *d, const lsbl_meta *s) {
+  d->id = s->id;
+  strcpy(d->workdir, s->workdir);
+  strcpy(d->rootfs, s->rootfs);
+  strcpy(d->bwrap, s->bwrap);
+  d->expires_at = s->expires_at;
+  d->timeout = s->timeout;
+  d->network = s->network;
+  d->isolation_none = s->isolation_none;
+  d->disable_userns = s->disable_userns;
+  d->drop = s->drop;
+  d->uid = s->uid;
+  d->gid = s->gid;
+  d->limits = s->limits;
+}
+
+static void cgroup_copy(lsb_cgroup *d, const lsb_cgroup *s) {
+  d->version = s->version;
+  strcpy(d->dir[0], s->dir[0]);
+  strcpy(d->dir[1], s->dir[1]);
+}
+
 static void kept_close(kept *k) {
   lsbl_close_fd(&k->metafd);
   lsbl_close_fd(&k->lockfd);
@@ -222,7 +246,7 @@ static void load_fresh(lua_State *L, const char *root, const char *id,
   cg_rc = lsb_cgroup_load(b->dirfd, id, &cgr, &p, &mem);
   if (cg && cg_rc && cg_rc != -ENOENT) raise_cgroup(L, id, cg_rc);
   if (cg) {
-    *cg = cgr;
+    cgroup_copy(cg, &cgr);
     *pids = p;
     *memory = mem;
   }
@@ -247,10 +271,10 @@ static void load_fresh(lua_State *L, const char *root, const char *id,
   key_of(&mst, &k->meta);
   k->dir_dev = dst.st_dev;
   k->dir_ino = dst.st_ino;
-  k->m = *m;
+  meta_copy(&k->m, m);
   k->m.id = NULL;
   k->cg_rc = cg_rc;
-  k->cg = cgr;
+  cgroup_copy(&k->cg, &cgr);
   k->cg_pids = p;
   k->cg_memory = mem;
   k->settled = settled;
@@ -297,7 +321,7 @@ void lsbl_load_kept(lua_State *L, int cfg, const char *id, char *root,
   lua_getiuservalue(L, -1, 1);
   lua_getiuservalue(L, -1, 1);                           /* meta */
   lua_remove(L, -2);
-  *m = k->m;
+  meta_copy(m, &k->m);
   m->id = id;
   lsbl_check_expiry(L, m);
   {
@@ -312,7 +336,7 @@ void lsbl_load_kept(lua_State *L, int cfg, const char *id, char *root,
   }
   if (cg) {
     if (k->cg_rc && k->cg_rc != -ENOENT) raise_cgroup(L, id, k->cg_rc);
-    *cg = k->cg;
+    cgroup_copy(cg, &k->cg);
     *pids = k->cg_pids;
     *memory = k->cg_memory;
   }
