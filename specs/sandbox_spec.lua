@@ -903,6 +903,28 @@ describe("lash.sandbox, local backend", function()
       greeting()
       assert.is_truthy(os.execute("env -u LD_PRELOAD mountpoint -q '" .. box .. "/workspace'"))
     end
+    -- its cgroup removed by hand (no command runs in it): the next command
+    -- makes it again and runs in it (after two commands with nothing
+    -- changed: the group's files are kept open by then)
+    local cgf = io.open(box .. "/cgroup")
+    if spec.isolation == "none" and cgf then
+      greeting()
+      greeting()
+      local version, d1, d2 = cgf:read("l", "l", "l")
+      cgf:close()
+      local dirs = version == "2" and { d1 } or { d1, d2 }
+      local removed = true
+      for _, d in ipairs(dirs) do
+        removed = removed and os.execute("env -u LD_PRELOAD rmdir '" .. d .. "' 2>/dev/null")
+      end
+      if removed then
+        assert.equal("c", greeting())
+        local r = s:exec { "cat", "/proc/self/cgroup" }
+        assert.matches(s.id, r.stdout, 1, true)
+      end
+    elseif cgf then
+      cgf:close()
+    end
     -- expired by a rewrite of its metadata
     f = assert(io.open(box .. "/meta.json.new", "w"))
     f:write((meta():gsub('"expires_at":%d+', '"expires_at":1000')))

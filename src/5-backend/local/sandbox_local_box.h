@@ -83,6 +83,12 @@ void lsbl_load(lua_State *L, int cfg, const char *id, char *root,
 void lsbl_load_kept(lua_State *L, int cfg, const char *id, char *root,
                     size_t rootsz, lsb_box **box, lsbl_meta *m,
                     lsb_cgroup *cg, uint64_t *pids, uint64_t *memory);
+/* cgroup.procs of the sandbox's group cg for a command (lsb_cgroup_open's
+** fds[2]): kept open with the box's entry when box was lent by one
+** (*borrowed 1: not the caller's to close), opened anew with `again` (a
+** child could not join through them). 0 or -errno. */
+int  lsbl_kept_cgroup(lsb_box *box, const lsb_cgroup *cg, uint64_t pids,
+                      uint64_t memory, int again, int fds[2], int *borrowed);
 /* Forget what is kept of id under root (destroyed by this process). */
 void lsbl_forget_kept(lua_State *L, const char *root, const char *id);
 /* The view of sandbox m (in root) in a to-be-closed userdata. */

@@ -19,7 +19,9 @@
 ** code as lsbl_load, so a sandbox that is gone, expired or damaged raises
 ** exactly the same errors. What is kept: the directory, its lock file and
 ** meta.json open, the parsed metadata and its decoded table (shared with
-** the callers, who only read it), the cgroup record. It goes when this
+** the callers, who only read it), the cgroup record and its cgroup.procs
+** (lsbl_kept_cgroup: opened again when a child cannot join through them,
+** a group removed meanwhile). It goes when this
 ** process destroys the sandbox, when a check finds it stale, or with the
 ** lua_State, as the sandbox's supervisor does.
 */
@@ -30,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -69,6 +72,7 @@ typedef struct kept {
   int cg_rc;                   /* lsb_cgroup_load's answer */
   lsb_cgroup cg;
   uint64_t cg_pids, cg_memory;
+  int cg_fds[2];               /* its cgroup.procs, opened at first use */
   int settled;                 /* the disk and cgroup checked at gen */
   unsigned gen;
 } kept;
@@ -98,6 +102,7 @@ static void cgroup_copy(lsb_cgroup *d, const lsb_cgroup *s) {
 }
 
 static void kept_close(kept *k) {
+  lsb_cgroup_close(k->cg_fds);
   lsbl_close_fd(&k->metafd);
   lsbl_close_fd(&k->lockfd);
   lsbl_close_fd(&k->dirfd);
@@ -256,6 +261,7 @@ static void load_fresh(lua_State *L, const char *root, const char *id,
   k = lua_newuserdatauv(L, sizeof *k, 1);
   memset(k, 0, sizeof *k);
   k->dirfd = k->lockfd = k->metafd = -1;
+  k->cg_fds[0] = k->cg_fds[1] = -1;
   if (luaL_newmetatable(L, KEPT_MT)) {
     lua_pushcfunction(L, kept_gc);
     lua_setfield(L, -2, "__gc");
@@ -294,6 +300,30 @@ static void load_fresh(lua_State *L, const char *root, const char *id,
   lua_pop(L, 1);
 }
 
+/* The entry a borrowed box was lent by (only entries lend boxes). */
+static kept *lender(lsb_box *box) {
+  return box->holds ? (kept *)(void *)((char *)box->holds -
+                                       offsetof(kept, holds)) : NULL;
+}
+
+int lsbl_kept_cgroup(lsb_box *box, const lsb_cgroup *cg, uint64_t pids,
+                     uint64_t memory, int again, int fds[2], int *borrowed) {
+  kept *k = lender(box);
+  int rc;
+  *borrowed = 0;
+  if (!k) return lsb_cgroup_open(cg, pids, memory, fds);
+  /* an open cgroup.procs stays valid until its group is removed, and a
+  ** removed group's only shows when a child cannot join: then `again` */
+  if (again) lsb_cgroup_close(k->cg_fds);
+  if (k->cg_fds[0] < 0 &&
+      (rc = lsb_cgroup_open(cg, pids, memory, k->cg_fds)) != 0)
+    return rc;
+  fds[0] = k->cg_fds[0];
+  fds[1] = k->cg_fds[1];
+  *borrowed = 1;
+  return 0;
+}
+
 void lsbl_load_kept(lua_State *L, int cfg, const char *id, char *root,
                     size_t rootsz, lsb_box **box, lsbl_meta *m,
                     lsb_cgroup *cg, uint64_t *pids, uint64_t *memory) {
@@ -328,6 +358,7 @@ void lsbl_load_kept(lua_State *L, int cfg, const char *id, char *root,
     unsigned gen = mount_gen(L);
     if (!k->settled || k->gen != gen) {
       k->settled = 0;
+      lsb_cgroup_close(k->cg_fds);
       k->settled = lsbl_disk_check(L, root, b, m);
       k->cg_rc = lsb_cgroup_load(k->dirfd, id, &k->cg, &k->cg_pids,
                                  &k->cg_memory);

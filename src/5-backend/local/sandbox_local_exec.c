@@ -512,6 +512,7 @@ int lsbl_exec(lua_State *L) {
   int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
   lsb_cgroup cg;
   uint64_t cg_pids = 0, cg_memory = 0;
+  int cg_kept = 0;   /* so.cgroup_fds are the kept entry's */
   open_for_command(L, root, sizeof root, &box, &m, &cg, &cg_pids,
                    &cg_memory);                        /* 5 box, 6 meta */
   metat = 6;
@@ -572,7 +573,8 @@ int lsbl_exec(lua_State *L) {
     if (rc) stage = "find";
     if (!rc && cg.version) {
       /* into the sandbox's group, or not at all: its limits must hold */
-      rc = lsb_cgroup_open(&cg, cg_pids, cg_memory, so.cgroup_fds);
+      rc = lsbl_kept_cgroup(box, &cg, cg_pids, cg_memory, 0, so.cgroup_fds,
+                            &cg_kept);
       if (rc) stage = "joining the sandbox's cgroup";
       so.join_cgroup = 1;
     }
@@ -608,8 +610,18 @@ int lsbl_exec(lua_State *L) {
     if (sp.out_fd >= 0) fcntl(sp.out_fd, F_SETFL, O_NONBLOCK);
     if (sp.err_fd >= 0) fcntl(sp.err_fd, F_SETFL, O_NONBLOCK);
   }
-  if (!rc && !op->jailed) rc = lsb_spawn_child(&so, &sp, &stage);
-  lsb_cgroup_close(so.cgroup_fds);
+  if (!rc && !op->jailed) {
+    rc = lsb_spawn_child(&so, &sp, &stage);
+    if (rc && cg_kept && stage && strcmp(stage, "cgroup") == 0) {
+      /* the kept group's files went stale (it was removed): open it again,
+      ** made anew */
+      rc = lsbl_kept_cgroup(box, &cg, cg_pids, cg_memory, 1, so.cgroup_fds,
+                            &cg_kept);
+      if (rc) stage = "joining the sandbox's cgroup";
+      else rc = lsb_spawn_child(&so, &sp, &stage);
+    }
+  }
+  if (!cg_kept) lsb_cgroup_close(so.cgroup_fds);
   lsb_argv_free(&argv);
   lsb_argv_free(&envs);
   if (rc == -ENOENT && stage &&
