@@ -68,7 +68,7 @@ typedef struct exec_op {
   lsb_super_cmd sc;         /* ... as this command */
   int start_err;            /* the supervisor could not start it */
   int start_stage;          /* LSB_JD_STAGE_* */
-  char cwd[LSB_PATH_MAX];   /* for the start error */
+  const char *cwd;          /* for the start error: the op's user value */
 } exec_op;
 
 static void exec_stop_io(exec_op *op) {
@@ -501,7 +501,7 @@ int lsbl_exec(lua_State *L) {
   char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX];
   lsb_box *box;
   lsbl_meta m;
-  int metat, envt, rc;
+  int metat, envt, opi, rc;
   lua_Integer timeout, maxout, applied;
   lsb_argv argv, envs;
   lsb_spawn sp;
@@ -526,7 +526,8 @@ int lsbl_exec(lua_State *L) {
   resolve_cwd(L, &m, 4, cwd, sizeof cwd);
   envt = exec_env(L, metat, 4, m.workdir);
   /* the op: anchored on this stack until the wait ends */
-  op = lua_newuserdatauv(L, sizeof *op, 0);
+  op = lua_newuserdatauv(L, sizeof *op, 1);
+  opi = lua_gettop(L);
   memset(op, 0, sizeof *op);
   op->out_fd = op->err_fd = op->in_fd = op->job_dirfd = -1;
   op->child.pidfd = -1;
@@ -545,8 +546,14 @@ int lsbl_exec(lua_State *L) {
     op->in_data = lua_tolstring(L, -1, &op->in_len);
   lua_pop(L, 1);
   /* the jail, built at the sandbox's first command (may raise) */
-  if (!m.isolation_none)
+  if (!m.isolation_none) {
+    /* the cwd for a start error, kept as the op's user value (a path
+    ** buffer in every op would be most of what a command allocates) */
+    lua_pushstring(L, cwd);
+    op->cwd = lua_tostring(L, -1);
+    lua_setiuservalue(L, opi, 1);
     sup = ensure_super(L, root, &m, box, &cg, cg_pids, cg_memory);
+  }
   /* command lines, all C memory from here on: freed before any raise */
   lsb_argv_init(&argv);
   lsb_argv_init(&envs);
@@ -583,7 +590,6 @@ int lsbl_exec(lua_State *L) {
     op->jailed = 1;
     op->sc.started = exec_sup_started;
     op->sc.exited = exec_sup_exited;
-    snprintf(op->cwd, sizeof op->cwd, "%s", cwd);
     stage = "pipe";
     if (argv.oom || envs.oom) rc = -ENOMEM;
     if (!rc && (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0 ||
