@@ -853,6 +853,18 @@ describe("lash.sandbox, local backend", function()
     assert.equal("start_failed", catch(s.exec, s, { "no-such-command-xyz" }).code)
   end)
 
+  it_jail("hands the jail argv and env of any size (in the request, or a memfd past 32 KiB)", function()
+    local s <close> = new()
+    -- the request holds at most 32 KiB of cwd, argv and env together
+    for _, n in ipairs { 1, 30000, 40000, 100000 } do
+      for _, case in ipairs { { n, 1 }, { 1, n } } do
+        local r = s:exec({ "sh", "-c", 'printf "%s %s" "${#X}" "${#1}"', "sh", string.rep("a", case[1]) },
+                         { env = { X = string.rep("x", case[2]) } })
+        assert.equal(case[2] .. " " .. case[1], r.stdout)
+      end
+    end
+  end)
+
   it("isolation = none: a command is found as in a jail, from the workspace and its PATH", function()
     local s <close> = new { isolation = "none", network = "on" }
     s:write_file("bin/hi", "#!/bin/sh\necho hi from $0\n")

@@ -202,41 +202,45 @@ static int write_all(int fd, const void *p, size_t len) {
 }
 
 /* The NUL-separated strings `first` (when given), then v from index
-** `from`, then w (when given), written to a new memfd in one write, left at
-** its end; *len: how many bytes. Returns the fd or -errno. */
-static int strings_memfd(const char *name, const char *first, char *const *v,
-                         size_t from, char *const *w, size_t *len) {
+** `from`, then w (when given), joined in a new buffer of *len bytes, or
+** NULL (out of memory). */
+static char *strings_join(const char *first, char *const *v, size_t from,
+                          char *const *w, size_t *len) {
   size_t total = first ? strlen(first) + 1 : 0, i, at = 0;
   char *buf;
-  int fd, rc;
   for (i = from; v && v[i]; i++) total += strlen(v[i]) + 1;
   for (i = 0; w && w[i]; i++) total += strlen(w[i]) + 1;
-  if ((buf = malloc(total ? total : 1)) == NULL) return -ENOMEM;
+  if ((buf = malloc(total ? total : 1)) == NULL) return NULL;
 #define PUT(str) do { size_t l_ = strlen(str) + 1; memcpy(buf + at, (str), l_); at += l_; } while (0)
   if (first) PUT(first);
   for (i = from; v && v[i]; i++) PUT(v[i]);
   for (i = 0; w && w[i]; i++) PUT(w[i]);
 #undef PUT
-  fd = memfd_create(name, MFD_CLOEXEC);
-  if (fd < 0) {
-    rc = -errno;
-    free(buf);
-    return rc;
-  }
-  rc = write_all(fd, buf, total);
-  free(buf);
-  if (rc) {
+  *len = total;
+  return buf;
+}
+
+/* len bytes of data in a new memfd (in one write), left at its end.
+** Returns the fd or -errno. */
+static int data_memfd(const char *name, const char *data, size_t len) {
+  int fd = memfd_create(name, MFD_CLOEXEC), rc;
+  if (fd < 0) return -errno;
+  if ((rc = write_all(fd, data, len)) != 0) {
     close(fd);
     return rc;
   }
-  *len = total;
   return fd;
 }
 
 int lsb_strings_memfd(const char *name, char *const *v, size_t from,
                       const char *first) {
   size_t len;
-  return strings_memfd(name, first, v, from, NULL, &len);
+  char *buf = strings_join(first, v, from, NULL, &len);
+  int fd;
+  if (!buf) return -ENOMEM;
+  fd = data_memfd(name, buf, len);
+  free(buf);
+  return fd;
 }
 
 /* Where the image lies in the file it was loaded from (the library or the
@@ -471,39 +475,48 @@ int lsb_super_exec(lsb_super *s, lsb_super_cmd *c, const char *cwd,
                    int out_fd, int err_fd) {
   lsb_jd_msg m;
   struct msghdr mh;
-  struct iovec iov;
+  struct iovec iov[2];
   union {
     char buf[CMSG_SPACE(4 * sizeof(int))];
     struct cmsghdr align;
   } u;
   struct cmsghdr *cm;
-  int fds[4], nfd = 0, payload, rc = 0;
+  int fds[4], nfd = 0, payload = -1, rc = 0;
   size_t argc = 0, envc = 0, len = 0;
   ssize_t n;
+  char *data;
   if (s->ctl < 0) return -ESRCH;
   while (argv[argc]) argc++;
   while (envp && envp[envc]) envc++;
-  /* cwd, argv, env: one memfd */
-  payload = strings_memfd("lash-exec", cwd, argv, 0, envp, &len);
-  if (payload < 0) return payload;
+  /* cwd, argv, env: in the message when small (most commands), else in a
+  ** memfd */
+  if ((data = strings_join(cwd, argv, 0, envp, &len)) == NULL) return -ENOMEM;
+  if (len > LSB_JD_INLINE_MAX) {
+    payload = data_memfd("lash-exec", data, len);
+    free(data);
+    data = NULL;
+    if (payload < 0) return payload;
+  }
   memset(&m, 0, sizeof m);
   m.magic = LSB_JD_MAGIC;
-  m.type = LSB_JD_EXEC;
+  m.type = data ? LSB_JD_EXEC_INLINE : LSB_JD_EXEC;
   m.id = ++s->next_id ? s->next_id : ++s->next_id;
   m.argc = (uint32_t)argc;
   m.envc = (uint32_t)envc;
   m.has_stdin = in_fd >= 0;
   m.len = (uint64_t)len;
-  fds[nfd++] = payload;
+  if (payload >= 0) fds[nfd++] = payload;
   fds[nfd++] = out_fd;
   fds[nfd++] = err_fd;
   if (in_fd >= 0) fds[nfd++] = in_fd;
   memset(&mh, 0, sizeof mh);
   memset(&u, 0, sizeof u);
-  iov.iov_base = &m;
-  iov.iov_len = sizeof m;
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
+  iov[0].iov_base = &m;
+  iov[0].iov_len = sizeof m;
+  iov[1].iov_base = data;
+  iov[1].iov_len = data ? len : 0;
+  mh.msg_iov = iov;
+  mh.msg_iovlen = data ? 2 : 1;
   mh.msg_control = u.buf;
   mh.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
   cm = CMSG_FIRSTHDR(&mh);
@@ -513,8 +526,9 @@ int lsb_super_exec(lsb_super *s, lsb_super_cmd *c, const char *cwd,
   memcpy(CMSG_DATA(cm), fds, (size_t)nfd * sizeof(int));
   do n = sendmsg(s->ctl, &mh, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
-  rc = n == (ssize_t)sizeof m ? 0 : -(n < 0 ? errno : EIO);
-  close(payload);
+  rc = n == (ssize_t)(sizeof m + (data ? len : 0)) ? 0 : -(n < 0 ? errno : EIO);
+  free(data);
+  if (payload >= 0) close(payload);
   if (rc) return rc;
   c->id = m.id;
   c->owner = s;
