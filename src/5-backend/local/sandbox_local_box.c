@@ -73,18 +73,6 @@ lsb_box *lsbl_push_box(lua_State *L) {
   return b;
 }
 
-/* The same for a box whose fds are borrowed from the value on top, which
-** it replaces and keeps alive. */
-lsb_box *lsbl_push_box_ref(lua_State *L) {
-  lsb_box *b = push_holder(L, sizeof *b, BOX_MT, box_close_mm, 1);
-  b->dirfd = b->lockfd = -1;
-  b->holds = NULL;
-  lua_insert(L, -2);
-  lua_setiuservalue(L, -2, 1);
-  lua_toclose(L, -1);
-  return b;
-}
-
 static int view_close_mm(lua_State *L) {
   lsb_view_close(luaL_checkudata(L, 1, VIEW_MT));
   return 0;
@@ -140,7 +128,12 @@ const char *lsbl_check_id(lua_State *L, int idx) {
 /* Open and lock sandbox id; a sandbox that does not exist is terminal. */
 lsb_box *lsbl_open_box(lua_State *L, const char *root, const char *id,
                          int exclusive) {
-  lsb_box *b = lsbl_push_box(L);
+  return lsbl_open_box_in(L, lsbl_push_box(L), root, id, exclusive);
+}
+
+/* The same into the (closed) holder b already pushed. */
+lsb_box *lsbl_open_box_in(lua_State *L, lsb_box *b, const char *root,
+                          const char *id, int exclusive) {
   int rc = lsb_box_open(root, id, exclusive, b);
   if (rc == -ENOENT)
     lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone",

@@ -31,11 +31,9 @@ typedef struct lsbl_meta {
   lsb_limits limits;
 } lsbl_meta;
 
-/* Holders the stack closes on return or error: a box lock, a view.
-** push_box_ref: a box whose fds are borrowed from the value on top, which
-** it replaces (and keeps alive). */
+/* Holders the stack closes on return or error: a box lock, a view. A
+** box's user value keeps alive whoever lends it fds (lsb_box.holds). */
 lsb_box  *lsbl_push_box(lua_State *L);
-lsb_box  *lsbl_push_box_ref(lua_State *L);
 lsb_view *lsbl_push_view(lua_State *L);
 
 /* The state root of cfg (the sandbox's state_root, the host's, or
@@ -62,6 +60,9 @@ int lsbl_first_time(lua_State *L, const char *key);
 ** (to-be-closed); a sandbox that does not exist raises "gone". */
 lsb_box *lsbl_open_box(lua_State *L, const char *root, const char *id,
                        int exclusive);
+/* The same into the closed holder b already pushed. */
+lsb_box *lsbl_open_box_in(lua_State *L, lsb_box *b, const char *root,
+                          const char *id, int exclusive);
 /* Raise "expired" for a sandbox past its end. */
 void lsbl_check_expiry(lua_State *L, const lsbl_meta *m);
 /* Its disk quota made or mounted again when needed (raises; warns once

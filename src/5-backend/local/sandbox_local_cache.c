@@ -231,18 +231,18 @@ static void raise_cgroup(lua_State *L, const char *id, int rc) {
                      strerror(-rc));
 }
 
-/* The first use (or one after a change): as lsbl_load, then keep it.
-** Pushes box and meta. */
-static void load_fresh(lua_State *L, const char *root, const char *id,
-                       const char *path, lsb_box **box, lsbl_meta *m,
+/* The first use (or one after a change): as lsbl_load, into the holder b
+** (pushed, closed), then keep it. Pushes meta. */
+static void load_fresh(lua_State *L, lsb_box *b, const char *root,
+                       const char *id, const char *path, lsbl_meta *m,
                        lsb_cgroup *cg, uint64_t *pids, uint64_t *memory) {
   unsigned gen = mount_gen(L);   /* before what it guards is looked at */
-  int settled, cg_rc, metat;
+  int settled, cg_rc, metat, boxi = lua_gettop(L);
   lsb_cgroup cgr;
   uint64_t p = 0, mem = 0;
   struct stat dst, mst;
   kept *k;
-  lsb_box *b = *box = lsbl_open_box(L, root, id, 0);   /* box */
+  lsbl_open_box_in(L, b, root, id, 0);
   lsbl_meta_load(L, b, id);                             /* meta */
   metat = lua_gettop(L);
   lsbl_meta_parse(L, metat, id, m);
@@ -267,11 +267,12 @@ static void load_fresh(lua_State *L, const char *root, const char *id,
     lua_setfield(L, -2, "__gc");
   }
   lua_setmetatable(L, -2);
+  push_kept_table(L);                    /* allocations before the fds */
   k->metafd = openat(b->dirfd, "meta.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (k->metafd < 0 || fstat(k->metafd, &mst) != 0 ||
       fstat(b->dirfd, &dst) != 0) {
     kept_close(k);
-    lua_pop(L, 1);   /* not kept: this use goes on as lsbl_load's */
+    lua_pop(L, 2);   /* not kept: this use goes on as lsbl_load's */
     return;
   }
   key_of(&mst, &k->meta);
@@ -286,18 +287,17 @@ static void load_fresh(lua_State *L, const char *root, const char *id,
   k->settled = settled;
   k->gen = gen;
   lua_pushvalue(L, metat);
-  lua_setiuservalue(L, -2, 1);
+  lua_setiuservalue(L, -3, 1);
   /* the box's fds now belong to the entry, the box holds its lock */
   k->dirfd = b->dirfd;
   k->lockfd = b->lockfd;
   k->holds = 1;
   b->holds = &k->holds;
-  lua_pushvalue(L, -1);
-  lua_setiuservalue(L, metat - 1, 1);   /* the box keeps the entry alive */
-  push_kept_table(L);
-  lua_insert(L, -2);
-  lua_setfield(L, -2, path);
-  lua_pop(L, 1);
+  lua_pushvalue(L, -2);
+  lua_setiuservalue(L, boxi, 1);        /* the box keeps the entry alive */
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, path);            /* an existing key: no allocation */
+  lua_pop(L, 2);
 }
 
 /* The entry a borrowed box was lent by (only entries lend boxes). */
@@ -333,18 +333,21 @@ void lsbl_load_kept(lua_State *L, int cfg, const char *id, char *root,
   lsbl_state_root(L, cfg, root, rootsz);
   if ((size_t)snprintf(path, sizeof path, "%s/%s", root, id) >= sizeof path)
     luaL_error(L, "state root path too long");
+  /* the holder first: nothing may raise between taking the lock and the
+  ** holder that gives it back */
+  b = *box = lsbl_push_box(L);                           /* box */
   push_kept_table(L);
   lua_getfield(L, -1, path);
   lua_remove(L, -2);
   k = luaL_testudata(L, -1, KEPT_MT);
+  if (k) lua_setiuservalue(L, -2, 1);   /* the box keeps the entry alive */
+  else lua_pop(L, 1);
   if (!k || !revalidate(k, path)) {
-    lua_pop(L, 1);
     if (k) forget(L, path);
-    load_fresh(L, root, id, path, box, m, cg, pids, memory);
+    load_fresh(L, b, root, id, path, m, cg, pids, memory);   /* meta */
     return;
   }
-  /* the entry (on top) becomes the box's owner; the lock is held */
-  b = *box = lsbl_push_box_ref(L);                       /* box */
+  /* the lock is held: the box borrows the entry's fds */
   b->dirfd = k->dirfd;
   b->lockfd = k->lockfd;
   b->holds = &k->holds;
