@@ -865,6 +865,21 @@ describe("lash.sandbox, local backend", function()
     end
   end)
 
+  it("keeps what its commands read of a bounded number of sandboxes", function()
+    local before = fd_count()
+    local list = {}
+    for i = 1, 60 do
+      list[i] = new { isolation = "none", network = "on", limits = { disk = false } }
+      list[i]:exec { "true" }
+    end
+    -- each kept sandbox holds at most 5 fds (directory, lock, meta.json,
+    -- two cgroup.procs); without a bound these 60 would hold 300
+    local grown = fd_count() - before
+    assert.is_true(grown <= 32 * 5, "the process holds " .. grown .. " more fds")
+    for _, s in ipairs(list) do s:close() end
+    assert.equal(before, fd_count())
+  end)
+
   it("isolation = none: a command is found as in a jail, from the workspace and its PATH", function()
     local s <close> = new { isolation = "none", network = "on" }
     s:write_file("bin/hi", "#!/bin/sh\necho hi from $0\n")

@@ -168,6 +168,35 @@ static void push_kept_table(lua_State *L) {
   }
 }
 
+/* At most this many sandboxes are kept per lua_State (each holds up to 5
+** fds): a long-lived process that attaches to many sandboxes, which other
+** processes destroy, would otherwise keep every one it ever used. */
+#define KEPT_MAX 32
+
+/* The kept table at t holds KEPT_MAX entries: forget the ones no box
+** borrows (the next use of each reads it afresh). */
+static void prune(lua_State *L, int t) {
+  int n = 0;
+  t = lua_absindex(L, t);
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    n++;
+    lua_pop(L, 1);
+  }
+  if (n < KEPT_MAX) return;
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    kept *k = luaL_testudata(L, -1, KEPT_MT);
+    lua_pop(L, 1);
+    if (k && k->holds == 0) {
+      kept_close(k);
+      lua_pushvalue(L, -1);
+      lua_pushnil(L);
+      lua_rawset(L, t);   /* clearing a field while traversing is allowed */
+    }
+  }
+}
+
 /* Drop the entry of path; its fds close now unless a box still borrows
 ** them (then with the entry, once nothing refers to it). */
 static void forget(lua_State *L, const char *path) {
@@ -268,6 +297,7 @@ static void load_fresh(lua_State *L, lsb_box *b, const char *root,
   }
   lua_setmetatable(L, -2);
   push_kept_table(L);                    /* allocations before the fds */
+  prune(L, -1);
   k->metafd = openat(b->dirfd, "meta.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (k->metafd < 0 || fstat(k->metafd, &mst) != 0 ||
       fstat(b->dirfd, &dst) != 0) {
@@ -296,7 +326,7 @@ static void load_fresh(lua_State *L, lsb_box *b, const char *root,
   lua_pushvalue(L, -2);
   lua_setiuservalue(L, boxi, 1);        /* the box keeps the entry alive */
   lua_pushvalue(L, -2);
-  lua_setfield(L, -2, path);            /* an existing key: no allocation */
+  lua_setfield(L, -2, path);   /* on an error here the box gives all back */
   lua_pop(L, 2);
 }
 
