@@ -824,7 +824,9 @@ describe("lash.sandbox, local backend", function()
     -- destroy takes the jail down and reaps it
     s:destroy()
     assert.same({}, children_of_self())
-    assert.equal(before - 3, fd_count())   -- its socket, pidfd and directory
+    -- its supervisor's socket, pidfd and directory, and what its commands
+    -- kept open of it (its directory, lock file and meta.json)
+    assert.equal(before - 6, fd_count())
   end)
 
   it_jail("builds the jail once: every command runs under the same supervisor", function()
@@ -928,6 +930,138 @@ describe("lash.sandbox, local backend", function()
     assert.is_true(r.timed_out)
     assert.equal(0, survivors("sleep 9[12][.]" .. RUN))
     assert.equal("start_failed", catch(s.exec, s, { "no-such-command-xyz" }).code)
+  end)
+
+  it_jail("hands the jail argv and env of any size (in the request, or a memfd past 32 KiB)", function()
+    local s <close> = new()
+    -- the request holds at most 32 KiB of cwd, argv and env together
+    for _, n in ipairs { 1, 30000, 40000, 100000 } do
+      for _, case in ipairs { { n, 1 }, { 1, n } } do
+        local r = s:exec({ "sh", "-c", 'printf "%s %s" "${#X}" "${#1}"', "sh", string.rep("a", case[1]) },
+                         { env = { X = string.rep("x", case[2]) } })
+        assert.equal(case[2] .. " " .. case[1], r.stdout)
+      end
+    end
+  end)
+
+  it("keeps what its commands read of a bounded number of sandboxes", function()
+    local before = fd_count()
+    local list = {}
+    for i = 1, 60 do
+      list[i] = new { isolation = "none", network = "on", limits = { disk = false } }
+      list[i]:exec { "true" }
+    end
+    -- each kept sandbox holds at most 5 fds (directory, lock, meta.json,
+    -- two cgroup.procs); without a bound these 60 would hold 300
+    local grown = fd_count() - before
+    assert.is_true(grown <= 32 * 5, "the process holds " .. grown .. " more fds")
+    for _, s in ipairs(list) do s:close() end
+    assert.equal(before, fd_count())
+  end)
+
+  it("isolation = none: a command is found as in a jail, from the workspace and its PATH", function()
+    local s <close> = new { isolation = "none", network = "on" }
+    s:write_file("bin/hi", "#!/bin/sh\necho hi from $0\n")
+    s:exec { "chmod", "+x", "bin/hi" }
+    assert.equal("hi from ./bin/hi\n", s:exec({ "./bin/hi" }).stdout)
+    assert.equal("hi from bin/hi\n", s:exec({ "hi" }, { env = { PATH = "/nonexistent:bin" } }).stdout)
+    local err = catch(s.exec, s, { "no-such-command-xyz" })
+    assert.equal("start_failed", err.code)
+    assert.matches("'no-such-command-xyz' was not found", err.message, 1, true)
+    s:write_file("plain", "echo x\n")
+    err = catch(s.exec, s, { "./plain" })
+    assert.equal("start_failed", err.code)
+    assert.matches("Permission denied", err.message, 1, true)
+  end)
+
+  -- A handle's commands keep what they read of the sandbox (its metadata,
+  -- its cgroup record, its disk check) and check it again at each use:
+  -- whatever another process changes in between is seen as a fresh open
+  -- would see it.
+  local function sees_changes(spec)
+    local LASH = os.getenv("LASH_BIN") or ((os.getenv("LASH_BUILD") or "build") .. "/bin/lash")
+    local s = new(spec)
+    local box = root .. "/" .. s.id
+    local function meta() local f = assert(io.open(box .. "/meta.json")); local m = f:read("a"); f:close(); return m end
+    local function greeting() return s:exec({ "sh", "-c", 'printf %s "$GREETING"' }).stdout end
+    assert.equal("a", greeting())
+    assert.equal("a", greeting())
+    -- meta.json replaced (as lash writes it: a new file renamed over it)
+    local f = assert(io.open(box .. "/meta.json.new", "w"))
+    f:write((meta():gsub('"GREETING":"a"', '"GREETING":"b"')))
+    f:close()
+    assert(os.rename(box .. "/meta.json.new", box .. "/meta.json"))
+    assert.equal("b", greeting())
+    -- edited in place: the same file, the same size
+    lash.sleep(0.02)
+    local m = meta():gsub('"GREETING":"b"', '"GREETING":"c"')
+    f = assert(io.open(box .. "/meta.json", "r+"))
+    f:write(m)
+    f:close()
+    assert.equal("c", greeting())
+    -- its disk quota's mounts undone by hand: the next command mounts them
+    -- again (only where a quota could be made: root, loop devices; not
+    -- under a running jail, which keeps the old mounts)
+    if spec.isolation == "none" and os.execute("env -u LD_PRELOAD mountpoint -q '" .. box .. "/workspace'") then
+      assert(os.execute("env -u LD_PRELOAD sh -c \"umount -l '" .. box .. "/workspace' '" .. box
+                        .. "/tmp' && umount -l '" .. box .. "/disk'\""))
+      assert.is_falsy(os.execute("env -u LD_PRELOAD mountpoint -q '" .. box .. "/workspace'"))
+      greeting()
+      assert.is_truthy(os.execute("env -u LD_PRELOAD mountpoint -q '" .. box .. "/workspace'"))
+    end
+    -- its cgroup removed by hand (no command runs in it): the next command
+    -- makes it again and runs in it (after two commands with nothing
+    -- changed: the group's files are kept open by then)
+    local cgf = io.open(box .. "/cgroup")
+    if spec.isolation == "none" and cgf then
+      greeting()
+      greeting()
+      local version, d1, d2 = cgf:read("l", "l", "l")
+      cgf:close()
+      local dirs = version == "2" and { d1 } or { d1, d2 }
+      local removed = true
+      for _, d in ipairs(dirs) do
+        removed = removed and os.execute("env -u LD_PRELOAD rmdir '" .. d .. "' 2>/dev/null")
+      end
+      if removed then
+        assert.equal("c", greeting())
+        local r = s:exec { "cat", "/proc/self/cgroup" }
+        assert.matches(s.id, r.stdout, 1, true)
+      end
+    elseif cgf then
+      cgf:close()
+    end
+    -- expired by a rewrite of its metadata
+    f = assert(io.open(box .. "/meta.json.new", "w"))
+    f:write((meta():gsub('"expires_at":%d+', '"expires_at":1000')))
+    f:close()
+    assert(os.rename(box .. "/meta.json.new", box .. "/meta.json"))
+    local err = catch(s.exec, s, "true")
+    assert.equal("expired", err.code)
+    assert.equal("expired", catch(s.read_file, s, "x").code)
+    -- destroyed by another process between two commands: the same error
+    -- as a handle that never ran one
+    f = assert(io.open(box .. "/meta.json.new", "w"))
+    f:write((meta():gsub('"expires_at":%d+', '"expires_at":' .. (os.time() + 600))))
+    f:close()
+    assert(os.rename(box .. "/meta.json.new", box .. "/meta.json"))
+    assert.equal("c", greeting())
+    assert(os.execute("env -u LD_PRELOAD LASH_SANDBOX_ROOT='" .. root .. "' " .. LASH .. " sandbox destroy " .. s.id))
+    err = catch(s.exec, s, "true")
+    assert.equal("unavailable", err.kind)
+    assert.equal("gone", err.code)
+    assert.is_true(err.terminal)
+    assert.matches("Sandbox '" .. s.id .. "' is gone", err.message, 1, true)
+    assert.equal("gone", catch(s.read_file, s, "x").code)
+    assert.is_true(s:close())
+  end
+
+  it("isolation = none: a command sees what another process changed in its sandbox", function()
+    sees_changes { isolation = "none", network = "on", env = { GREETING = "a" } }
+  end)
+
+  it_jail("a jailed command sees what another process changed in its sandbox", function()
+    sees_changes { env = { GREETING = "a" } }
   end)
 
   it_jail("another process runs the sandbox's commands in a jail of its own; destroy ends both", function()

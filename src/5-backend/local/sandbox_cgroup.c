@@ -403,27 +403,9 @@ int lsb_cgroup_load(int boxfd, const char *id, lsb_cgroup *cg, uint64_t *pids,
 
 /* ---- joining -------------------------------------------------------- */
 
-int lsb_cgroup_open(const lsb_cgroup *cg, uint64_t pids, uint64_t memory,
-                    int fds[2]) {
-  int i, n = cg->version == 2 ? 1 : 2, rc;
-  fds[0] = fds[1] = -1;
-  /* gone since it was made (a reboot empties cgroupfs): make it again,
-  ** with its parent ("lash") and, on v2, the controllers enabled there */
-  if (access(cg->dir[0], F_OK) != 0 || (n == 2 && access(cg->dir[1], F_OK) != 0)) {
-    for (i = 0; i < n; i++) {
-      char parent[LSB_PATH_MAX];
-      const char *slash = strrchr(cg->dir[i], '/');
-      if (!slash) return -EINVAL;
-      snprintf(parent, sizeof parent, "%.*s", (int)(slash - cg->dir[i]),
-               cg->dir[i]);
-      if (access(parent, F_OK) != 0 && (rc = lsb_mkdirs(parent, 0755)) != 0)
-        return rc;
-      if (cg->version == 2 && (rc = v2_enable(parent)) != 0) return rc;
-    }
-    if ((rc = make_groups((lsb_cgroup *)cg, NULL)) != 0 ||
-        (rc = apply_limits(cg, pids, memory)) != 0)
-      return rc;
-  }
+/* Open cgroup.procs of each group of cg into fds. 0 or -errno. */
+static int open_procs(const lsb_cgroup *cg, int n, int fds[2]) {
+  int i, rc;
   for (i = 0; i < n; i++) {
     char p[LSB_PATH_MAX + 32];
     snprintf(p, sizeof p, "%s/cgroup.procs", cg->dir[i]);
@@ -435,6 +417,29 @@ int lsb_cgroup_open(const lsb_cgroup *cg, uint64_t pids, uint64_t memory,
     }
   }
   return 0;
+}
+
+int lsb_cgroup_open(const lsb_cgroup *cg, uint64_t pids, uint64_t memory,
+                    int fds[2]) {
+  int i, n = cg->version == 2 ? 1 : 2, rc;
+  fds[0] = fds[1] = -1;
+  if ((rc = open_procs(cg, n, fds)) != -ENOENT) return rc;
+  /* gone since it was made (a reboot empties cgroupfs): make it again,
+  ** with its parent ("lash") and, on v2, the controllers enabled there */
+  for (i = 0; i < n; i++) {
+    char parent[LSB_PATH_MAX];
+    const char *slash = strrchr(cg->dir[i], '/');
+    if (!slash) return -EINVAL;
+    snprintf(parent, sizeof parent, "%.*s", (int)(slash - cg->dir[i]),
+             cg->dir[i]);
+    if (access(parent, F_OK) != 0 && (rc = lsb_mkdirs(parent, 0755)) != 0)
+      return rc;
+    if (cg->version == 2 && (rc = v2_enable(parent)) != 0) return rc;
+  }
+  if ((rc = make_groups((lsb_cgroup *)cg, NULL)) != 0 ||
+      (rc = apply_limits(cg, pids, memory)) != 0)
+    return rc;
+  return open_procs(cg, n, fds);
 }
 
 void lsb_cgroup_close(int fds[2]) {

@@ -307,11 +307,24 @@ static const char *const stages[] = {
   "setuid", "prctl", "cgroup"
 };
 
-static void child_fail(int fd, int stage) {
+/* Where a child that cannot exec says why: the memory it shares with the
+** parent, which waits (vfork) until it has exec'd or exited, else a
+** close-on-exec pipe the parent reads (plain fork). */
+typedef struct child_report {
+  volatile struct spawn_err *mem;
+  int fd;
+} child_report;
+
+static void child_fail(const child_report *r, int stage) {
   struct spawn_err se;
   se.err = errno;
   se.stage = stage;
-  if (write(fd, &se, sizeof se) < 0) { /* the parent sees EOF: nothing to add */ }
+  if (r->mem) {
+    r->mem->err = se.err;
+    r->mem->stage = se.stage;
+  } else if (write(r->fd, &se, sizeof se) < 0) {
+    /* the parent sees EOF: nothing to add */
+  }
   _exit(127);
 }
 
@@ -333,21 +346,55 @@ static void close_from(int lo) {
   }
 }
 
+/* execvp's search, in the child (no heap: it may share our memory): each
+** directory of o->search in turn, as the command's own uid, in its cwd;
+** one it may not run (EACCES) does not stop the search. Returns only on
+** failure, errno set (ENOENT when there was none, EACCES when only such
+** ones). */
+static void exec_in_path(const lsb_spawn_opts *o) {
+  char buf[LSB_PATH_MAX];
+  const char *p = *o->search ? o->search : "/usr/local/bin:/usr/bin:/bin";
+  size_t nl = strlen(o->path);
+  int denied = 0;
+  if (nl == 0) {
+    errno = ENOENT;
+    return;
+  }
+  while (*p) {
+    size_t n = strcspn(p, ":");
+    if (n > 0 && n + 1 + nl < sizeof buf) {
+      memcpy(buf, p, n);
+      buf[n] = '/';
+      memcpy(buf + n + 1, o->path, nl + 1);
+      execve(buf, o->argv, o->envp);
+      if (errno == EACCES) denied = 1;
+      else if (errno != ENOENT && errno != ENOTDIR) return;
+    }
+    p += n;
+    if (*p == ':') p++;
+  }
+  errno = denied ? EACCES : ENOENT;
+}
+
+/* in < 0: /dev/null. rep: see child_report (its fd is moved to 3). */
 static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
-                       int st, pid_t parent) {
+                       child_report *rep, pid_t parent) {
   sigset_t all;
   int sig;
+  const child_report *st = rep;
   /* into the sandbox's cgroup first, while we still may (root's
   ** credentials), so that everything below and after exec is counted */
   if (o->join_cgroup && lsb_cgroup_enter(o->cgroup_fds) != 0)
     child_fail(st, 9);
+  if (in < 0 && (in = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+    child_fail(st, 1);
   /* move everything above 9 first so that the dup2s below cannot clobber
   ** a source that happens to sit on 0..3 */
   in = fcntl(in, F_DUPFD, 10);
   outw = fcntl(outw, F_DUPFD, 10);
   errw = fcntl(errw, F_DUPFD, 10);
-  st = fcntl(st, F_DUPFD_CLOEXEC, 10);
-  if (st < 0) _exit(127);
+  if (!rep->mem && (rep->fd = fcntl(rep->fd, F_DUPFD_CLOEXEC, 10)) < 0)
+    _exit(127);
   if (in < 0 || outw < 0 || errw < 0 || dup2(in, 0) < 0 || dup2(outw, 1) < 0 ||
       dup2(errw, 2) < 0)
     child_fail(st, 1);
@@ -363,8 +410,9 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
         (o->pass_fd4 > 0 && (p4 < 0 || dup2(p4, 7) < 0)))
       child_fail(st, 1);
   }
-  if (dup3(st, 3, O_CLOEXEC) < 0) child_fail(st, 1);
-  st = 3;
+  if (rep->mem) close(3);
+  else if (dup3(rep->fd, 3, O_CLOEXEC) < 0) child_fail(st, 1);
+  else rep->fd = 3;
   close_from(o->pass_fd4 > 0 ? 8 : o->pass_fd3 > 0 ? 7 :
              o->pass_fd2 > 0 ? 6 : o->pass_fd > 0 ? 5 : 4);
   /* the loop's signal state is not the command's */
@@ -396,7 +444,8 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
   /* after the credential change, which clears it */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(st, 8);
   if (getppid() != parent) _exit(127);
-  execve(o->path, o->argv, o->envp);
+  if (o->search && !strchr(o->path, '/')) exec_in_path(o);
+  else execve(o->path, o->argv, o->envp);
   child_fail(st, 0);
 }
 
@@ -412,13 +461,14 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
 #if !(defined(__SANITIZE_ADDRESS__) || LSB_HAS_ASAN)
 struct child_args {
   const lsb_spawn_opts *o;
-  int in, outw, errw, st;
+  int in, outw, errw;
+  child_report rep;
   pid_t parent;
 };
 
 static int child_entry(void *p) {
   struct child_args *a = p;
-  child_main(a->o, a->in, a->outw, a->errw, a->st, a->parent);
+  child_main(a->o, a->in, a->outw, a->errw, &a->rep, a->parent);
   return 127;
 }
 
@@ -431,31 +481,47 @@ int lsb_spawn_child(const lsb_spawn_opts *o, lsb_spawn *sp,
   int stp[2] = {-1, -1}, devnull = -1, rc = 0;
   pid_t parent = getpid(), pid;
   struct spawn_err se;
-  ssize_t n;
   sp->pid = -1;
   sp->in_fd = sp->out_fd = sp->err_fd = -1;
+  se.err = 0;
+  se.stage = -1;
   *stage = "pipe";
-  if (pipe2(stp, O_CLOEXEC) != 0) goto fail;
   if (o->want_stdin && pipe2(inp, O_CLOEXEC) != 0) goto fail;
   if (o->outputs && (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0))
     goto fail;
-  devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (devnull < 0) goto fail;
+  /* without outputs they go to /dev/null; stdin without a pipe is opened
+  ** by the child */
+  if (!o->outputs && (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+    goto fail;
   *stage = "fork";
 #if defined(__SANITIZE_ADDRESS__) || LSB_HAS_ASAN
   /* AddressSanitizer cannot follow a child running on a borrowed stack in
-  ** our memory: a plain fork under it */
-  pid = fork();
-  if (pid < 0) goto fail;
-  if (pid == 0)
-    child_main(o, o->want_stdin ? inp[0] : devnull,
-               o->outputs ? outp[1] : devnull, o->outputs ? errp[1] : devnull,
-               stp[1], parent);
+  ** our memory: a plain fork under it, and a pipe for its failure */
+  {
+    child_report rep;
+    ssize_t n;
+    if (pipe2(stp, O_CLOEXEC) != 0) goto fail;
+    rep.mem = NULL;
+    rep.fd = stp[1];
+    pid = fork();
+    if (pid < 0) goto fail;
+    if (pid == 0)
+      child_main(o, o->want_stdin ? inp[0] : -1,
+                 o->outputs ? outp[1] : devnull, o->outputs ? errp[1] : devnull,
+                 &rep, parent);
+    close(stp[1]);
+    stp[1] = -1;
+    /* EOF means execve succeeded (the pipe was close-on-exec) */
+    do n = read(stp[0], &se, sizeof se);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof se) se.stage = -1;
+  }
 #else
   {
     /* vfork-style, as posix_spawn does: the child borrows our memory until
     ** it execs (no page tables to copy from a big Lua heap), so it runs
-    ** only syscalls, with every signal blocked until it has reset them */
+    ** only syscalls, with every signal blocked until it has reset them; we
+    ** go on once it has exec'd or exited, and a failure is in se */
     struct child_args ca;
     sigset_t all, old;
     char *stack = malloc(CHILD_STACK);
@@ -464,10 +530,11 @@ int lsb_spawn_child(const lsb_spawn_opts *o, lsb_spawn *sp,
       goto fail;
     }
     ca.o = o;
-    ca.in = o->want_stdin ? inp[0] : devnull;
+    ca.in = o->want_stdin ? inp[0] : -1;
     ca.outw = o->outputs ? outp[1] : devnull;
     ca.errw = o->outputs ? errp[1] : devnull;
-    ca.st = stp[1];
+    ca.rep.mem = &se;
+    ca.rep.fd = -1;
     ca.parent = parent;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, &old);
@@ -482,27 +549,22 @@ int lsb_spawn_child(const lsb_spawn_opts *o, lsb_spawn *sp,
     if (pid < 0) goto fail;
   }
 #endif
-  close(stp[1]);
-  stp[1] = -1;
   if (inp[0] >= 0) close(inp[0]);
   if (outp[1] >= 0) close(outp[1]);
   if (errp[1] >= 0) close(errp[1]);
   inp[0] = outp[1] = errp[1] = -1;
-  close(devnull);
+  if (devnull >= 0) close(devnull);
   devnull = -1;
-  /* EOF means execve succeeded (the pipe was close-on-exec) */
-  do n = read(stp[0], &se, sizeof se);
-  while (n < 0 && errno == EINTR);
-  close(stp[0]);
-  stp[0] = -1;
-  if (n == (ssize_t)sizeof se) {
+  if (se.stage >= 0) {
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    *stage = se.stage >= 0 && se.stage < (int)(sizeof stages / sizeof *stages)
+    *stage = se.stage < (int)(sizeof stages / sizeof *stages)
                  ? stages[se.stage] : "exec";
     rc = -(se.err ? se.err : EIO);
     goto cleanup;
   }
+  if (stp[0] >= 0) close(stp[0]);
+  stp[0] = -1;
   *stage = NULL;
   sp->pid = pid;
   sp->in_fd = inp[1];

@@ -8,6 +8,11 @@
 **          (cwd, argv[0..argc), env[0..envc), each NUL-terminated), the
 **          write ends of the stdout and stderr pipes and, when has_stdin,
 **          the read end of the stdin pipe.
+**   EXEC_INLINE  the same with the len bytes (at most LSB_JD_INLINE_MAX)
+**          in the message right after the header instead of a memfd:
+**          SCM_RIGHTS are the stdout and stderr write ends and, when
+**          has_stdin, the stdin read end (what most commands are: no
+**          memfd to make, fill and read per command).
 **   KILL   id: SIGKILL the command's session and what it left behind.
 ** supervisor -> lash:
 **   HELLO  once, when the jail is set up and the supervisor listens.
@@ -25,13 +30,15 @@
 #define LSB_JD_CTL_FD 6                   /* where the jail finds the socket */
 #define LSB_JD_EXE_FD 7                   /* the supervisor's own executable */
 #define LSB_JD_PAYLOAD_MAX (64u << 20)    /* argv + env + cwd, bytes */
+#define LSB_JD_INLINE_MAX (32u << 10)     /* ... in an EXEC_INLINE */
 
 enum {
   LSB_JD_HELLO = 1,
   LSB_JD_EXEC,
   LSB_JD_KILL,
   LSB_JD_STARTED,
-  LSB_JD_EXITED
+  LSB_JD_EXITED,
+  LSB_JD_EXEC_INLINE
 };
 
 /* Where a command failed to start (STARTED with a non-zero status). */

@@ -1009,6 +1009,7 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
   /* our own jail of it first (reaped here); other processes' through the
   ** job records below */
   lsbl_stop_super(L, root, id);
+  lsbl_forget_kept(L, root, id);
   rc = lsb_box_open(root, id, LSB_LOCK_EX, box);
   if (rc == -ENOENT) {
     lua_pop(L, 1);
@@ -1057,7 +1058,7 @@ static int local_persist(lua_State *L) {
   id = lsbl_check_id(L, 2);
   lsbl_state_root(L, 1, root, sizeof root);
   box = lsbl_push_box(L);
-  rc = lsb_box_open(root, id, 1, box);
+  rc = lsb_box_open(root, id, LSB_LOCK_EX, box);
   if (rc)
     lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone", "cannot keep sandbox "
                        "'%s' past this process: %s", id, strerror(-rc));

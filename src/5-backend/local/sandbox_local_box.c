@@ -51,8 +51,8 @@ static int box_close_mm(lua_State *L) {
 ** __gc both run `close`), marked to-be-closed so the stack releases it on
 ** return or error. */
 static void *push_holder(lua_State *L, size_t size, const char *mt,
-                         lua_CFunction close) {
-  void *p = lua_newuserdatauv(L, size, 0);
+                         lua_CFunction close, int nuv) {
+  void *p = lua_newuserdatauv(L, size, nuv);
   if (luaL_newmetatable(L, mt)) {
     lua_pushcfunction(L, close);
     lua_setfield(L, -2, "__close");
@@ -65,8 +65,10 @@ static void *push_holder(lua_State *L, size_t size, const char *mt,
 
 /* A lock holder that the stack closes on return or error. */
 lsb_box *lsbl_push_box(lua_State *L) {
-  lsb_box *b = push_holder(L, sizeof *b, BOX_MT, box_close_mm);
+  /* its user value: whoever lends it fds (lsbl_push_box_ref) */
+  lsb_box *b = push_holder(L, sizeof *b, BOX_MT, box_close_mm, 1);
   b->dirfd = b->lockfd = -1;
+  b->holds = NULL;
   lua_toclose(L, -1);
   return b;
 }
@@ -77,7 +79,7 @@ static int view_close_mm(lua_State *L) {
 }
 
 lsb_view *lsbl_push_view(lua_State *L) {
-  lsb_view *v = push_holder(L, sizeof *v, VIEW_MT, view_close_mm);
+  lsb_view *v = push_holder(L, sizeof *v, VIEW_MT, view_close_mm, 0);
   v->n = 0;
   lua_toclose(L, -1);
   return v;
@@ -124,9 +126,14 @@ const char *lsbl_check_id(lua_State *L, int idx) {
 }
 
 /* Open and lock sandbox id; a sandbox that does not exist is terminal. */
-static lsb_box *open_box(lua_State *L, const char *root, const char *id,
+lsb_box *lsbl_open_box(lua_State *L, const char *root, const char *id,
                          int exclusive) {
-  lsb_box *b = lsbl_push_box(L);
+  return lsbl_open_box_in(L, lsbl_push_box(L), root, id, exclusive);
+}
+
+/* The same into the (closed) holder b already pushed. */
+lsb_box *lsbl_open_box_in(lua_State *L, lsb_box *b, const char *root,
+                          const char *id, int exclusive) {
   int rc = lsb_box_open(root, id, exclusive, b);
   if (rc == -ENOENT)
     lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone",
@@ -139,11 +146,8 @@ static lsb_box *open_box(lua_State *L, const char *root, const char *id,
   return b;
 }
 
-/* Push the decoded meta.json of the open box. */
-void lsbl_meta_load(lua_State *L, lsb_box *b, const char *id) {
-  char *data;
-  size_t len;
-  int rc = lsb_read_all(b->dirfd, "meta.json", META_MAX, &data, &len);
+static void meta_decode(lua_State *L, int rc, char *data, size_t len,
+                        const char *id) {
   if (rc)
     lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone", "cannot read the "
                        "metadata of sandbox '%s': %s", id, strerror(-rc));
@@ -152,6 +156,22 @@ void lsbl_meta_load(lua_State *L, lsb_box *b, const char *id) {
   if (!rc || !lua_istable(L, -1))
     lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "corrupt", "the metadata of "
                        "sandbox '%s' is damaged; destroy it", id);
+}
+
+/* Push the decoded meta.json of the open box. */
+void lsbl_meta_load(lua_State *L, lsb_box *b, const char *id) {
+  char *data = NULL;
+  size_t len = 0;
+  int rc = lsb_read_all(b->dirfd, "meta.json", META_MAX, &data, &len);
+  meta_decode(L, rc, data, len, id);
+}
+
+/* The same from meta.json open at fd. */
+void lsbl_meta_load_fd(lua_State *L, int fd, const char *id) {
+  char *data = NULL;
+  size_t len = 0;
+  int rc = lsb_read_fd(fd, META_MAX, &data, &len);
+  meta_decode(L, rc, data, len, id);
 }
 
 /* Write the table at idx as meta.json of the open box. */
@@ -270,27 +290,41 @@ static void disk_fallback_warn(lua_State *L, const char *id, const char *box,
                      id, why, box);
 }
 
+/* Refuse sandbox m when it has expired. */
+void lsbl_check_expiry(lua_State *L, const lsbl_meta *m) {
+  if (lash_wall_now() >= m->expires_at) raise_expired(L, m);
+}
+
+/* The disk quota of the open box (in root): made at its first use,
+** mounted again after a reboot. Raises when it cannot be; warns once when
+** the box goes on without one. Returns 1 when what it found stays so
+** while the mount table does not change (0: ask again next time). */
+int lsbl_disk_check(lua_State *L, const char *root, lsb_box *box,
+                    const lsbl_meta *m) {
+  char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
+  int rc;
+  snprintf(bp, sizeof bp, "%s/%s", root, m->id);
+  rc = lsb_disk_ensure(box->dirfd, bp, m->limits.disk, m->uid, m->gid, why,
+                       sizeof why);
+  if (rc < 0)
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "io", "sandbox '%s': %s", m->id,
+                       why);
+  if (rc > 0) disk_fallback_warn(L, m->id, bp, why);
+  /* without root a quota not made yet is made by the first use as root
+  ** (maybe in another mount namespace): that one is not settled */
+  return rc == 0 || geteuid() == 0;
+}
+
 /* Open id (shared lock), load and parse its metadata, refuse it expired.
 ** Pushes box (to-be-closed) and the meta table. */
 void lsbl_load(lua_State *L, int cfg, const char *id, char *root,
                  size_t rootsz, lsb_box **box, lsbl_meta *m, int exclusive) {
   lsbl_state_root(L, cfg, root, rootsz);
-  *box = open_box(L, root, id, exclusive);
+  *box = lsbl_open_box(L, root, id, exclusive);
   lsbl_meta_load(L, *box, id);
   lsbl_meta_parse(L, -1, id, m);
-  if (lash_wall_now() >= m->expires_at) raise_expired(L, m);
-  {
-    /* its disk quota: made at the first use, mounted again after a reboot */
-    char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
-    int rc;
-    snprintf(bp, sizeof bp, "%s/%s", root, id);
-    rc = lsb_disk_ensure((*box)->dirfd, bp, m->limits.disk, m->uid, m->gid,
-                         why, sizeof why);
-    if (rc < 0)
-      lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "io", "sandbox '%s': %s", id,
-                         why);
-    if (rc > 0) disk_fallback_warn(L, id, bp, why);
-  }
+  lsbl_check_expiry(L, m);
+  lsbl_disk_check(L, root, *box, m);
 }
 
 static void box_path(lua_State *L, const char *root, const char *id,

@@ -68,7 +68,7 @@ typedef struct exec_op {
   lsb_super_cmd sc;         /* ... as this command */
   int start_err;            /* the supervisor could not start it */
   int start_stage;          /* LSB_JD_STAGE_* */
-  char cwd[LSB_PATH_MAX];   /* for the start error */
+  const char *cwd;          /* for the start error: the op's user value */
 } exec_op;
 
 static void exec_stop_io(exec_op *op) {
@@ -465,18 +465,9 @@ static lsb_super *ensure_super(lua_State *L, const char *root, const lsbl_meta *
   return s;
 }
 
-/* The sandbox's cgroup record (exec and spawn prepare a command alike). */
-static void load_cgroup(lua_State *L, lsb_box *box, const char *id,
-                        lsb_cgroup *cg, uint64_t *pids, uint64_t *memory) {
-  int rc = lsb_cgroup_load(box->dirfd, id, cg, pids, memory);
-  if (rc && rc != -ENOENT)
-    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "corrupt", "the cgroup record "
-                       "of sandbox '%s' is damaged (%s); destroy it", id,
-                       strerror(-rc));
-}
-
 /* The arguments (cfg, id, argv, opts) checked, the sandbox loaded (box
-** and meta pushed at 5 and 6) with its cgroup record. */
+** and meta pushed at 5 and 6; what it read is kept for the next command,
+** see sandbox_local_cache.c) with its cgroup record. */
 static void open_for_command(lua_State *L, char *root, size_t rootsz,
                              lsb_box **box, lsbl_meta *m, lsb_cgroup *cg,
                              uint64_t *pids, uint64_t *memory) {
@@ -486,8 +477,7 @@ static void open_for_command(lua_State *L, char *root, size_t rootsz,
   luaL_checktype(L, 3, LUA_TTABLE);
   luaL_checktype(L, 4, LUA_TTABLE);
   lua_settop(L, 4);
-  lsbl_load(L, 1, id, root, rootsz, box, m, 0);
-  load_cgroup(L, *box, id, cg, pids, memory);
+  lsbl_load_kept(L, 1, id, root, rootsz, box, m, cg, pids, memory);
 }
 
 /* The cwd of the options at opts, relative to the workdir (and
@@ -508,10 +498,10 @@ static void resolve_cwd(lua_State *L, const lsbl_meta *m, int opts, char *cwd,
 }
 
 int lsbl_exec(lua_State *L) {
-  char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX], exe[LSB_PATH_MAX];
+  char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX];
   lsb_box *box;
   lsbl_meta m;
-  int metat, envt, rc;
+  int metat, envt, opi, rc;
   lua_Integer timeout, maxout, applied;
   lsb_argv argv, envs;
   lsb_spawn sp;
@@ -522,6 +512,7 @@ int lsbl_exec(lua_State *L) {
   int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
   lsb_cgroup cg;
   uint64_t cg_pids = 0, cg_memory = 0;
+  int cg_kept = 0;   /* so.cgroup_fds are the kept entry's */
   open_for_command(L, root, sizeof root, &box, &m, &cg, &cg_pids,
                    &cg_memory);                        /* 5 box, 6 meta */
   metat = 6;
@@ -535,7 +526,8 @@ int lsbl_exec(lua_State *L) {
   resolve_cwd(L, &m, 4, cwd, sizeof cwd);
   envt = exec_env(L, metat, 4, m.workdir);
   /* the op: anchored on this stack until the wait ends */
-  op = lua_newuserdatauv(L, sizeof *op, 0);
+  op = lua_newuserdatauv(L, sizeof *op, 1);
+  opi = lua_gettop(L);
   memset(op, 0, sizeof *op);
   op->out_fd = op->err_fd = op->in_fd = op->job_dirfd = -1;
   op->child.pidfd = -1;
@@ -554,8 +546,14 @@ int lsbl_exec(lua_State *L) {
     op->in_data = lua_tolstring(L, -1, &op->in_len);
   lua_pop(L, 1);
   /* the jail, built at the sandbox's first command (may raise) */
-  if (!m.isolation_none)
+  if (!m.isolation_none) {
+    /* the cwd for a start error, kept as the op's user value (a path
+    ** buffer in every op would be most of what a command allocates) */
+    lua_pushstring(L, cwd);
+    op->cwd = lua_tostring(L, -1);
+    lua_setiuservalue(L, opi, 1);
     sup = ensure_super(L, root, &m, box, &cg, cg_pids, cg_memory);
+  }
   /* command lines, all C memory from here on: freed before any raise */
   lsb_argv_init(&argv);
   lsb_argv_init(&envs);
@@ -565,12 +563,15 @@ int lsbl_exec(lua_State *L) {
   so.outputs = 2;
   rc = 0;
   if (m.isolation_none) {
-    const char *path = NULL;
+    /* the child searches PATH as execvp would, in the workspace and as
+    ** the command's uid (a name with a slash is taken from there) */
     lua_getfield(L, envt, "PATH");
-    path = lua_tostring(L, -1);
+    so.search = lua_tostring(L, -1);
     lua_pop(L, 1);   /* still anchored in envt */
-    rc = lsb_find_exe(argv.v[0], path, exe, sizeof exe);
-    so.path = exe;
+    if (!so.search) so.search = "";
+    if (argv.oom || envs.oom) rc = -ENOMEM;
+    else if (!argv.v || !argv.v[0]) rc = -ENOENT;
+    so.path = rc ? "" : argv.v[0];
     so.argv = argv.v;
     so.envp = envs.v;
     so.chdir = cwd;
@@ -579,7 +580,8 @@ int lsbl_exec(lua_State *L) {
     if (rc) stage = "find";
     if (!rc && cg.version) {
       /* into the sandbox's group, or not at all: its limits must hold */
-      rc = lsb_cgroup_open(&cg, cg_pids, cg_memory, so.cgroup_fds);
+      rc = lsbl_kept_cgroup(box, &cg, cg_pids, cg_memory, 0, so.cgroup_fds,
+                            &cg_kept);
       if (rc) stage = "joining the sandbox's cgroup";
       so.join_cgroup = 1;
     }
@@ -588,7 +590,6 @@ int lsbl_exec(lua_State *L) {
     op->jailed = 1;
     op->sc.started = exec_sup_started;
     op->sc.exited = exec_sup_exited;
-    snprintf(op->cwd, sizeof op->cwd, "%s", cwd);
     stage = "pipe";
     if (argv.oom || envs.oom) rc = -ENOMEM;
     if (!rc && (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0 ||
@@ -615,8 +616,18 @@ int lsbl_exec(lua_State *L) {
     if (sp.out_fd >= 0) fcntl(sp.out_fd, F_SETFL, O_NONBLOCK);
     if (sp.err_fd >= 0) fcntl(sp.err_fd, F_SETFL, O_NONBLOCK);
   }
-  if (!rc && !op->jailed) rc = lsb_spawn_child(&so, &sp, &stage);
-  lsb_cgroup_close(so.cgroup_fds);
+  if (!rc && !op->jailed) {
+    rc = lsb_spawn_child(&so, &sp, &stage);
+    if (rc && cg_kept && stage && strcmp(stage, "cgroup") == 0) {
+      /* the kept group's files went stale (it was removed): open it again,
+      ** made anew */
+      rc = lsbl_kept_cgroup(box, &cg, cg_pids, cg_memory, 1, so.cgroup_fds,
+                            &cg_kept);
+      if (rc) stage = "joining the sandbox's cgroup";
+      else rc = lsb_spawn_child(&so, &sp, &stage);
+    }
+  }
+  if (!cg_kept) lsb_cgroup_close(so.cgroup_fds);
   lsb_argv_free(&argv);
   lsb_argv_free(&envs);
   if (rc == -ENOENT && stage &&
@@ -746,7 +757,7 @@ static void spawn_release(void *ud) {
 ** policy, env), with no deadline and its stdin, stdout and stderr as pipes
 ** on the loop. It is recorded as a job, so destroying the sandbox ends it. */
 int lsbl_spawn(lua_State *L) {
-  char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX], exe[LSB_PATH_MAX];
+  char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX];
   const char *stage = NULL;
   lsb_box *box;
   lsbl_meta m;
@@ -780,13 +791,16 @@ int lsbl_spawn(lua_State *L) {
   so.outputs = 2;
   if (argv.oom || envs.oom) rc = -ENOMEM;
   if (m.isolation_none) {
-    const char *path;
+    /* searched by the child, as exec's */
     lua_getfield(L, envt, "PATH");
-    path = lua_tostring(L, -1);
-    lua_pop(L, 1);
-    if (!rc && (rc = lsb_find_exe(argv.v[0], path, exe, sizeof exe)) != 0)
+    so.search = lua_tostring(L, -1);
+    lua_pop(L, 1);   /* still anchored in envt */
+    if (!so.search) so.search = "";
+    if (!rc && (!argv.v || !argv.v[0])) {
+      rc = -ENOENT;
       stage = "find";
-    so.path = exe;
+    }
+    so.path = rc ? "" : argv.v[0];
     so.argv = argv.v;
     so.envp = envs.v;
     so.chdir = cwd;

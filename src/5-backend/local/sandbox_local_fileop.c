@@ -279,7 +279,8 @@ static int fileop(lua_State *L, int opcode) {
   id = lsbl_check_id(L, 2);
   p = luaL_checkstring(L, 3);
   lua_settop(L, 4);
-  lsbl_load(L, 1, id, root, sizeof root, &box, &m, 0);   /* 5 box, 6 meta */
+  lsbl_load_kept(L, 1, id, root, sizeof root, &box, &m, NULL, NULL,
+                 NULL);                                  /* 5 box, 6 meta */
   if (lash_sandbox_path_join(m.workdir, p, path, sizeof path) != 0)
     lash_sandbox_raise(L, LASH_SB_ERROR, "invalid", "'%s': not a usable path",
                        p);

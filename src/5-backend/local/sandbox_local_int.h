@@ -66,9 +66,11 @@ int lsb_mkdirs(const char *path, mode_t mode);
 typedef struct lsb_box {
   int dirfd;       /* <root>/<id>, O_DIRECTORY */
   int lockfd;      /* <root>/<id>/lock, flock()ed */
+  int *holds;      /* NULL: the box owns its fds; else they are borrowed
+                   ** from a keeper that counts its holds of the lock */
 } lsb_box;
 
-#define LSB_BOX_INIT {-1, -1}
+#define LSB_BOX_INIT {-1, -1, NULL}
 
 /* Open <root>/<id> and take its lock: `exclusive` is 0 (shared) or
 ** LSB_LOCK_EX, plus LSB_LOCK_TRY not to wait (-EWOULDBLOCK when another
@@ -77,7 +79,8 @@ typedef struct lsb_box {
 #define LSB_LOCK_EX  1
 #define LSB_LOCK_TRY 2
 int  lsb_box_open(const char *root, const char *id, int exclusive, lsb_box *b);
-/* Release the lock and close; idempotent. */
+/* Release the lock and close (a borrowed box: drop its hold, the last
+** one unlocks); idempotent. */
 void lsb_box_close(lsb_box *b);
 /* Create <root>/<id> (mode 0711) with an empty lock file, locked
 ** exclusively. -EEXIST if the id is taken. */
@@ -98,6 +101,8 @@ int lsb_sync_at(int dirfd, const char *name);
 ** and NUL-terminated. Returns 0 or -errno. */
 int lsb_read_all(int dirfd, const char *name, size_t max, char **data,
                  size_t *len);
+/* The same from an open fd (from its offset; it stays open). */
+int lsb_read_fd(int fd, size_t max, char **data, size_t *len);
 /* rm -rf of name inside dirfd without following symlinks; directories the
 ** owner cannot enter or write are chmod'ed first. Returns 0 or -errno
 ** (ENOENT is success). */
@@ -314,8 +319,11 @@ typedef struct lsb_spawn {
 } lsb_spawn;
 
 typedef struct lsb_spawn_opts {
-  const char *path;            /* executable (absolute, or searched in PATH
-                               ** of envp when it has no slash) */
+  const char *path;            /* executable: with a slash as given (after
+                               ** chdir), else searched in `search` */
+  const char *search;          /* PATH for a path without a slash, searched
+                               ** by the child as execvp does ("": the
+                               ** default); NULL: path is used as is */
   char *const *argv;
   char *const *envp;
   const char *chdir;           /* host directory to start in, or NULL */

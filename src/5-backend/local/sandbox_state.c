@@ -132,8 +132,15 @@ int lsb_mkdirs(const char *path, mode_t mode) {
 /* ---- boxes ---------------------------------------------------------- */
 
 void lsb_box_close(lsb_box *b) {
-  if (b->lockfd >= 0) close(b->lockfd);   /* closing drops the flock */
-  if (b->dirfd >= 0) close(b->dirfd);
+  if (b->holds) {
+    /* borrowed fds: the last hold gives the lock back, the owner closes */
+    if (*b->holds > 0 && --*b->holds == 0 && b->lockfd >= 0)
+      flock(b->lockfd, LOCK_UN);
+    b->holds = NULL;
+  } else {
+    if (b->lockfd >= 0) close(b->lockfd);   /* closing drops the flock */
+    if (b->dirfd >= 0) close(b->dirfd);
+  }
   b->lockfd = b->dirfd = -1;
 }
 
@@ -150,6 +157,7 @@ int lsb_box_open(const char *root, const char *id, int exclusive,
   int rc;
   struct stat st;
   b->dirfd = b->lockfd = -1;
+  b->holds = NULL;
   if (!lsb_id_valid(id)) return -EINVAL;
   if ((size_t)snprintf(path, sizeof path, "%s/%s", root, id) >= sizeof path)
     return -ENAMETOOLONG;
@@ -189,6 +197,7 @@ int lsb_box_create(const char *root, const char *id, lsb_box *b) {
   char path[LSB_PATH_MAX];
   int rc;
   b->dirfd = b->lockfd = -1;
+  b->holds = NULL;
   if ((size_t)snprintf(path, sizeof path, "%s/%s", root, id) >= sizeof path)
     return -ENAMETOOLONG;
   if (mkdir(path, 0711) != 0) return -errno;
@@ -268,30 +277,21 @@ int lsb_sync_at(int dirfd, const char *name) {
   return rc;
 }
 
-int lsb_read_all(int dirfd, const char *name, size_t max, char **data,
-                 size_t *len) {
-  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+int lsb_read_fd(int fd, size_t max, char **data, size_t *len) {
   size_t cap = 4096, n = 0;
-  char *buf;
-  if (fd < 0) return -errno;
-  buf = malloc(cap);
-  if (!buf) {
-    close(fd);
-    return -ENOMEM;
-  }
+  char *buf = malloc(cap);
+  if (!buf) return -ENOMEM;
   for (;;) {
     ssize_t r;
     if (n + 1 >= cap) {
       char *nb;
       if (cap > max + 1) {
         free(buf);
-        close(fd);
         return -EFBIG;
       }
       nb = realloc(buf, cap * 2);
       if (!nb) {
         free(buf);
-        close(fd);
         return -ENOMEM;
       }
       buf = nb;
@@ -302,22 +302,28 @@ int lsb_read_all(int dirfd, const char *name, size_t max, char **data,
       int e = errno;
       if (e == EINTR) continue;
       free(buf);
-      close(fd);
       return -e;
     }
     if (r == 0) break;
     n += (size_t)r;
     if (n > max) {
       free(buf);
-      close(fd);
       return -EFBIG;
     }
   }
-  close(fd);
   buf[n] = '\0';
   *data = buf;
   *len = n;
   return 0;
+}
+
+int lsb_read_all(int dirfd, const char *name, size_t max, char **data,
+                 size_t *len) {
+  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), rc;
+  if (fd < 0) return -errno;
+  rc = lsb_read_fd(fd, max, data, len);
+  close(fd);
+  return rc;
 }
 
 /* Remove the directory entry name in dirfd, recursing into directories.
@@ -415,9 +421,13 @@ unsigned long long lsb_proc_starttime(pid_t pid) {
 int lsb_job_add(int dirfd, pid_t pid, char *name, size_t namesz) {
   unsigned long long st = lsb_proc_starttime(pid);
   int fd;
-  if (mkdirat(dirfd, "jobs", 0700) != 0 && errno != EEXIST) return -errno;
   snprintf(name, namesz, "jobs/%d-%llu", (int)pid, st);
   fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == ENOENT) {
+    /* the first job of this box: its directory first */
+    if (mkdirat(dirfd, "jobs", 0700) != 0 && errno != EEXIST) return -errno;
+    fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  }
   if (fd < 0) return -errno;
   close(fd);
   return 0;

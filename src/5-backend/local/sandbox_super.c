@@ -136,6 +136,11 @@ static void on_ctl(lash_loop *loop, lash_io *io, unsigned ev) {
 int lsb_super_alive(lsb_super *s) {
   struct pollfd p;
   if (s->pid <= 0 || s->ctl < 0) return 0;
+  /* the usual case, nothing said and no hangup, in one call */
+  p.fd = s->ctl;
+  p.events = POLLIN;
+  p.revents = 0;
+  if (poll(&p, 1, 0) == 0) return 1;
   if (drain(s) != 0) {
     lsb_super_stop(s);
     return 0;
@@ -196,20 +201,45 @@ static int write_all(int fd, const void *p, size_t len) {
   return 0;
 }
 
-/* The NUL-separated strings of v (from index `from`, after `first` when
-** given) written to a new memfd, left at its end (the caller rewinds it
-** or reads its length). Returns the fd or -errno. */
-int lsb_strings_memfd(const char *name, char *const *v, size_t from,
-                      const char *first) {
-  int fd = memfd_create(name, MFD_CLOEXEC), rc = 0;
-  size_t i;
+/* The NUL-separated strings `first` (when given), then v from index
+** `from`, then w (when given), joined in a new buffer of *len bytes, or
+** NULL (out of memory). */
+static char *strings_join(const char *first, char *const *v, size_t from,
+                          char *const *w, size_t *len) {
+  size_t total = first ? strlen(first) + 1 : 0, i, at = 0;
+  char *buf;
+  for (i = from; v && v[i]; i++) total += strlen(v[i]) + 1;
+  for (i = 0; w && w[i]; i++) total += strlen(w[i]) + 1;
+  if ((buf = malloc(total ? total : 1)) == NULL) return NULL;
+#define PUT(str) do { size_t l_ = strlen(str) + 1; memcpy(buf + at, (str), l_); at += l_; } while (0)
+  if (first) PUT(first);
+  for (i = from; v && v[i]; i++) PUT(v[i]);
+  for (i = 0; w && w[i]; i++) PUT(w[i]);
+#undef PUT
+  *len = total;
+  return buf;
+}
+
+/* len bytes of data in a new memfd (in one write), left at its end.
+** Returns the fd or -errno. */
+static int data_memfd(const char *name, const char *data, size_t len) {
+  int fd = memfd_create(name, MFD_CLOEXEC), rc;
   if (fd < 0) return -errno;
-  if (first) rc = write_all(fd, first, strlen(first) + 1);
-  for (i = from; !rc && v && v[i]; i++) rc = write_all(fd, v[i], strlen(v[i]) + 1);
-  if (rc) {
+  if ((rc = write_all(fd, data, len)) != 0) {
     close(fd);
     return rc;
   }
+  return fd;
+}
+
+int lsb_strings_memfd(const char *name, char *const *v, size_t from,
+                      const char *first) {
+  size_t len;
+  char *buf = strings_join(first, v, from, NULL, &len);
+  int fd;
+  if (!buf) return -ENOMEM;
+  fd = data_memfd(name, buf, len);
+  free(buf);
   return fd;
 }
 
@@ -445,50 +475,48 @@ int lsb_super_exec(lsb_super *s, lsb_super_cmd *c, const char *cwd,
                    int out_fd, int err_fd) {
   lsb_jd_msg m;
   struct msghdr mh;
-  struct iovec iov;
+  struct iovec iov[2];
   union {
     char buf[CMSG_SPACE(4 * sizeof(int))];
     struct cmsghdr align;
   } u;
   struct cmsghdr *cm;
-  int fds[4], nfd = 0, payload, rc = 0;
-  size_t argc = 0, envc = 0;
-  off_t len;
+  int fds[4], nfd = 0, payload = -1, rc = 0;
+  size_t argc = 0, envc = 0, len = 0;
   ssize_t n;
+  char *data;
   if (s->ctl < 0) return -ESRCH;
   while (argv[argc]) argc++;
   while (envp && envp[envc]) envc++;
-  /* cwd, argv, env: one memfd */
-  payload = lsb_strings_memfd("lash-exec", argv, 0, cwd);
-  if (payload < 0) return payload;
-  if (envc) {
-    size_t i;
-    for (i = 0; !rc && i < envc; i++)
-      rc = write_all(payload, envp[i], strlen(envp[i]) + 1);
-  }
-  len = lseek(payload, 0, SEEK_CUR);
-  if (rc || len < 0) {
-    close(payload);
-    return rc ? rc : -errno;
+  /* cwd, argv, env: in the message when small (most commands), else in a
+  ** memfd */
+  if ((data = strings_join(cwd, argv, 0, envp, &len)) == NULL) return -ENOMEM;
+  if (len > LSB_JD_INLINE_MAX) {
+    payload = data_memfd("lash-exec", data, len);
+    free(data);
+    data = NULL;
+    if (payload < 0) return payload;
   }
   memset(&m, 0, sizeof m);
   m.magic = LSB_JD_MAGIC;
-  m.type = LSB_JD_EXEC;
+  m.type = data ? LSB_JD_EXEC_INLINE : LSB_JD_EXEC;
   m.id = ++s->next_id ? s->next_id : ++s->next_id;
   m.argc = (uint32_t)argc;
   m.envc = (uint32_t)envc;
   m.has_stdin = in_fd >= 0;
   m.len = (uint64_t)len;
-  fds[nfd++] = payload;
+  if (payload >= 0) fds[nfd++] = payload;
   fds[nfd++] = out_fd;
   fds[nfd++] = err_fd;
   if (in_fd >= 0) fds[nfd++] = in_fd;
   memset(&mh, 0, sizeof mh);
   memset(&u, 0, sizeof u);
-  iov.iov_base = &m;
-  iov.iov_len = sizeof m;
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
+  iov[0].iov_base = &m;
+  iov[0].iov_len = sizeof m;
+  iov[1].iov_base = data;
+  iov[1].iov_len = data ? len : 0;
+  mh.msg_iov = iov;
+  mh.msg_iovlen = data ? 2 : 1;
   mh.msg_control = u.buf;
   mh.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
   cm = CMSG_FIRSTHDR(&mh);
@@ -498,8 +526,9 @@ int lsb_super_exec(lsb_super *s, lsb_super_cmd *c, const char *cwd,
   memcpy(CMSG_DATA(cm), fds, (size_t)nfd * sizeof(int));
   do n = sendmsg(s->ctl, &mh, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
-  rc = n == (ssize_t)sizeof m ? 0 : -(n < 0 ? errno : EIO);
-  close(payload);
+  rc = n == (ssize_t)(sizeof m + (data ? len : 0)) ? 0 : -(n < 0 ? errno : EIO);
+  free(data);
+  if (payload >= 0) close(payload);
   if (rc) return rc;
   c->id = m.id;
   c->owner = s;

@@ -201,9 +201,11 @@ static void sweep(void) {
 
 /* ---- spawning ------------------------------------------------------ */
 
-static int recv_request(lsb_jd_msg *m, int fds[4], int *nfds) {
+/* One request: its header in m, an EXEC_INLINE's payload in inl (room for
+** LSB_JD_INLINE_MAX bytes). */
+static int recv_request(lsb_jd_msg *m, char *inl, int fds[4], int *nfds) {
   struct msghdr mh;
-  struct iovec iov;
+  struct iovec iov[2];
   union {
     char buf[CMSG_SPACE(4 * sizeof(int))];
     struct cmsghdr align;
@@ -211,10 +213,12 @@ static int recv_request(lsb_jd_msg *m, int fds[4], int *nfds) {
   struct cmsghdr *c;
   ssize_t n;
   memset(&mh, 0, sizeof mh);
-  iov.iov_base = m;
-  iov.iov_len = sizeof *m;
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
+  iov[0].iov_base = m;
+  iov[0].iov_len = sizeof *m;
+  iov[1].iov_base = inl;
+  iov[1].iov_len = LSB_JD_INLINE_MAX;
+  mh.msg_iov = iov;
+  mh.msg_iovlen = 2;
   mh.msg_control = u.buf;
   mh.msg_controllen = sizeof u.buf;
   *nfds = 0;
@@ -232,8 +236,12 @@ static int recv_request(lsb_jd_msg *m, int fds[4], int *nfds) {
       }
     }
   }
-  if (n != (ssize_t)sizeof *m || m->magic != LSB_JD_MAGIC ||
+  if (n < (ssize_t)sizeof *m || m->magic != LSB_JD_MAGIC ||
       (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+    return 2;
+  if (m->type == LSB_JD_EXEC_INLINE
+          ? m->len > LSB_JD_INLINE_MAX || (uint64_t)n != sizeof *m + m->len
+          : n != (ssize_t)sizeof *m)
     return 2;
   return 0;
 }
@@ -318,14 +326,28 @@ fail:
   _exit(127);
 }
 
-static void do_exec(const lsb_jd_msg *m, int *fds, int nfds, int devnull) {
+/* A command from an EXEC (payload in the memfd fds[0]) or EXEC_INLINE
+** (payload in inl, no memfd). */
+static char *inline_payload(const char *inl, uint64_t len) {
+  char *buf = malloc(len + 1);
+  if (buf) {
+    memcpy(buf, inl, len);
+    buf[len] = '\0';
+  }
+  return buf;
+}
+
+static void do_exec(const lsb_jd_msg *m, const char *inl, int *fds, int nfds,
+                    int devnull) {
   char *buf = NULL, *cwd, **argv = NULL, **envp;
-  int need = m->has_stdin ? 4 : 3, stp[2] = {-1, -1}, i;
+  int in_msg = m->type == LSB_JD_EXEC_INLINE, out = in_msg ? 0 : 1;
+  int need = out + (m->has_stdin ? 3 : 2), stp[2] = {-1, -1}, i;
   spawn_err se;
   pid_t pid;
   ssize_t n;
   if (nfds != need || ncmds >= MAX_CMDS ||
-      !(buf = read_payload(fds[0], m->len)) ||
+      !(buf = in_msg ? inline_payload(inl, m->len)
+                     : read_payload(fds[0], m->len)) ||
       split(buf, m->len, m->argc, m->envc, &cwd, &argv, &envp) != 0) {
     reply(LSB_JD_STARTED, m->id, EINVAL, LSB_JD_STAGE_REQUEST);
     goto done;
@@ -340,8 +362,8 @@ static void do_exec(const lsb_jd_msg *m, int *fds, int nfds, int devnull) {
     goto done;
   }
   if (pid == 0)
-    child(m->has_stdin ? fds[3] : devnull, fds[1], fds[2], stp[1], cwd, argv,
-          envp);
+    child(m->has_stdin ? fds[out + 2] : devnull, fds[out], fds[out + 1], stp[1],
+          cwd, argv, envp);
   close(stp[1]);
   stp[1] = -1;
   do n = read(stp[0], &se, sizeof se);
@@ -393,6 +415,7 @@ static void do_kill(uint32_t id) {
 }
 
 int main(int argc, char **argv) {
+  static char inl[LSB_JD_INLINE_MAX];   /* an EXEC_INLINE's payload */
   sigset_t mask;
   int sfd, devnull;
   long left = 0;
@@ -448,7 +471,7 @@ int main(int argc, char **argv) {
     }
     if (p[0].revents & POLLIN) {
       lsb_jd_msg m;
-      int fds[4], nfds, r = recv_request(&m, fds, &nfds);
+      int fds[4], nfds, r = recv_request(&m, inl, fds, &nfds);
       if (r < 0) break;            /* lash is gone */
       if (r == 2) {
         int i;
@@ -456,7 +479,8 @@ int main(int argc, char **argv) {
         continue;
       }
       if (r == 1) continue;
-      if (m.type == LSB_JD_EXEC) do_exec(&m, fds, nfds, devnull);
+      if (m.type == LSB_JD_EXEC || m.type == LSB_JD_EXEC_INLINE)
+        do_exec(&m, inl, fds, nfds, devnull);
       else {
         int i;
         for (i = 0; i < nfds; i++) close(fds[i]);
