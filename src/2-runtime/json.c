@@ -51,6 +51,20 @@ static int buf_gc(lua_State *L) {
   return 0;
 }
 
+/* Push a zeroed userdata of size sz with the metatable named mt (made on
+** first use, its __gc gc): the buffers this file keeps in C memory. */
+static void *new_holder(lua_State *L, size_t sz, const char *mt,
+                        lua_CFunction gc) {
+  void *p = lua_newuserdatauv(L, sz, 0);
+  memset(p, 0, sz);
+  if (luaL_newmetatable(L, mt)) {
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  return p;
+}
+
 /* The text a grow-only list's elements had when last encoded: in C
 ** memory, so that a long history's text is neither a new Lua string each
 ** step nor work for the collector. */
@@ -79,13 +93,7 @@ static jbuf *push_buf(lua_State *L) {
     return lua_touserdata(L, -1);
   }
   lua_pop(L, 1);
-  b = lua_newuserdatauv(L, sizeof *b, 0);
-  memset(b, 0, sizeof *b);
-  if (luaL_newmetatable(L, BUF_MT)) {
-    lua_pushcfunction(L, buf_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_setmetatable(L, -2);
+  b = new_holder(L, sizeof *b, BUF_MT, buf_gc);
   return b;
 }
 
@@ -487,16 +495,9 @@ void lash_json_grow_only(lua_State *L, int idx) {
   push_memo(L);
   lua_pushvalue(L, idx);
   if (lua_rawget(L, -2) != LUA_TUSERDATA) {
-    grown *g;
     lua_pop(L, 1);
     lua_pushvalue(L, idx);
-    g = lua_newuserdatauv(L, sizeof *g, 0);
-    memset(g, 0, sizeof *g);
-    if (luaL_newmetatable(L, GROW_MT)) {
-      lua_pushcfunction(L, grown_gc);
-      lua_setfield(L, -2, "__gc");
-    }
-    lua_setmetatable(L, -2);
+    new_holder(L, sizeof(grown), GROW_MT, grown_gc);
     lua_rawset(L, -3);
   } else {
     lua_pop(L, 1);
