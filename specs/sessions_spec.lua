@@ -182,6 +182,32 @@ describe("lash.sessions", function()
     store:close()
   end)
 
+  it("sees another connection's write to the session between two of its own messages, and forks", function()
+    local path = dir .. "/dv.db"
+    local a, b = sessions.open(path), sessions.open(path)
+    local function msg(t) return { role = "user", parts = { { type = "text", text = t } } } end
+    local s = a:start { kind = "run" }
+    s:begin { prompt = "1" }
+    s:append(msg("1"))
+    s:append(msg("2"))   -- nothing else wrote: no check needed, none forks
+    assert.is_nil(s.forked_from)
+    local other = assert(b:resume(s.id))
+    other:begin { prompt = "x" }
+    other:append(msg("x"))
+    local original = s.id
+    s:append(msg("3"))   -- the file moved on (data_version): checked, forked
+    assert.equal(original, s.forked_from)
+    local function texts(store, id)
+      local t = {}
+      for _, m in ipairs(store:load(id).messages) do t[#t + 1] = m.parts[1].text end
+      return table.concat(t, " ")
+    end
+    assert.equal("1 2 x", texts(a, original))
+    assert.equal("1 2 3", texts(a, s.id))
+    a:close()
+    b:close()
+  end)
+
   it("does not take a run another live process is still writing as history; forks past it", function()
     local store = sessions.open(dir .. "/g.db")
     local s = store:start { kind = "run" }

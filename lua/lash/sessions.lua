@@ -181,20 +181,30 @@ function Store:transaction(fn, ...)
     self.db:exec("ROLLBACK")
     error(res[2], 0)
   end
+  -- read under the write lock: no other connection can commit before ours,
+  -- and ours does not move data_version, so this is the file's version
+  -- right after our commit (read after it, another's commit could slip in
+  -- and be taken for known)
+  local dv = self:_data_version()
   local ok, err = pcall(self.query, self, "COMMIT")
   if not ok then
     self.db:exec("ROLLBACK")
     error(err, 0)
   end
   self.commits = self.commits + 1
+  self.committed = dv .. ":" .. self.commits
   return table.unpack(res, 2, res.n)
 end
 
--- Under the write lock: a token that changes whenever anything committed
--- to the file since the token was taken, by this connection (our count)
--- or by another (SQLite's data_version).
+function Store:_data_version()
+  return self:query("PRAGMA data_version")[1].data_version
+end
+
+-- Under the write lock: a token that changes whenever anything was
+-- committed to the file, by this connection (our count) or by another
+-- (SQLite's data_version).
 function Store:_version()
-  return self:query("PRAGMA data_version")[1].data_version .. ":" .. self.commits
+  return self:_data_version() .. ":" .. self.commits
 end
 
 local function user_version(self)
@@ -473,9 +483,10 @@ local function check_fresh(self)
   if r.seq ~= self.last_seq or r.n ~= expect_run then fork(self) end
 end
 
--- After this session's own commit: what it wrote is what it knows.
+-- After this session's own commit: what it wrote is what it knows (the
+-- version taken under that commit's lock).
 local function saw_own_commit(self)
-  self.seen_version = self.store:_version()
+  self.seen_version = self.store.committed
 end
 
 --- Begin a run (one turn) in this session.
