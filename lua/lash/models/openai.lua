@@ -134,14 +134,9 @@ local function wire_message(m)
     if #calls > 0 then msg.tool_calls = calls end
     out[1] = msg
   else
-    local rest = {}
-    for _, p in ipairs(m.parts) do
-      if p.type == "tool_result" then
-        out[#out + 1] = { role = "tool", tool_call_id = models.id_string(p.id), content = p.content }
-      else
-        rest[#rest + 1] = p
-      end
-    end
+    local rest = models.split_results(m.parts, function(p)
+      out[#out + 1] = { role = "tool", tool_call_id = models.id_string(p.id), content = p.content }
+    end)
     local content = user_content(rest)
     if content then out[#out + 1] = { role = "user", content = content } end
   end

@@ -95,14 +95,9 @@ local function input_items(m)
       end
     end
   else
-    local rest = {}
-    for _, p in ipairs(m.parts) do
-      if p.type == "tool_result" then
-        out[#out + 1] = { type = "function_call_output", call_id = models.id_string(p.id), output = p.content }
-      else
-        rest[#rest + 1] = p
-      end
-    end
+    local rest = models.split_results(m.parts, function(p)
+      out[#out + 1] = { type = "function_call_output", call_id = models.id_string(p.id), output = p.content }
+    end)
     local item = user_item(rest)
     if item then out[#out + 1] = item end
   end

@@ -362,6 +362,20 @@ function M.wire_messages(history, convert, head_key, head)
   return out
 end
 
+--- Split a user message's parts for an adapter that sends tool results as
+-- items of their own: `on_result(part)` for each tool result, in order;
+-- returns the other parts, in order.
+-- @tparam table parts
+-- @tparam function on_result
+-- @treturn table
+function M.split_results(parts, on_result)
+  local rest = {}
+  for _, p in ipairs(parts) do
+    if p.type == "tool_result" then on_result(p) else rest[#rest + 1] = p end
+  end
+  return rest
+end
+
 --- `convert(key)`, made once per key table (by identity) and frozen: for
 -- wire forms of things that stay the same table while unchanged, such as
 -- the agent's tool definitions.
