@@ -88,6 +88,21 @@ describe("json.encode_canonical", function()
     -- json.encode (hash order, no memo) is not affected
     assert.matches('"replaced"', json.encode(list))
   end)
+
+  it("lets the last element of a grow-only list be replaced", function()
+    local list, plain = json.grow_only {}, {}
+    for i = 1, 6 do
+      local m = json.freeze { n = i }
+      list[#list + 1], plain[#plain + 1] = m, m
+      assert.equal(json.encode_canonical(plain), json.encode_canonical(list))
+      -- the newest one changes (a merge, a cache breakpoint): seen each time
+      local last = { n = i, extra = json.array { i } }
+      list[#list], plain[#plain] = last, last
+      assert.equal(json.encode_canonical(plain), json.encode_canonical(list))
+      list[#list], plain[#plain] = m, m
+    end
+    assert.equal('[{"n":1},{"n":2},{"n":3},{"n":4},{"n":5},{"n":6}]', json.encode_canonical(list))
+  end)
 end)
 
 describe("json.encode", function()

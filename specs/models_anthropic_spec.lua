@@ -239,3 +239,45 @@ describe_or_skip("anthropic model", function()
     assert.equal(2, #of_type(events, "retry"))
   end)
 end)
+
+describe("anthropic request bodies across steps", function()
+  local json = require "lash.json"
+  local anthropic = require "lash.models.anthropic"
+  local function text(role, t) return { role = role, parts = { { type = "text", text = t } } } end
+
+  for _, cache in ipairs { true, false } do
+    it("stay the bytes of a body built afresh as the history grows and merges (cache " .. tostring(cache) .. ")",
+      function()
+        local m = anthropic.new("claude-x", { api_key = "k", base_url = "http://127.0.0.1:1", cache = cache })
+        local history = { text("user", "hi") }
+        local function body(h) return json.encode_canonical(m:body({ messages = h, instructions = "be brief" }, true)) end
+        local function fresh()
+          local copy = {}
+          for i, x in ipairs(history) do copy[i] = json.copy(x) end
+          return body(copy)
+        end
+        local steps = {
+          { role = "assistant", parts = { { type = "tool_call", id = "c1", name = "t", args = { n = 1 } } } },
+          { role = "user", parts = { { type = "tool_result", id = "c1", name = "t", content = "r1" } } },
+          text("user", "and more"),          -- merges into the tool result's user message
+          text("user", "still more"),        -- and again
+          text("assistant", "ok"),
+          { role = "assistant", parts = { { type = "tool_call", id = "c2", name = "t", args = { n = 2 } } } },
+          { role = "user", parts = { { type = "tool_result", id = "c2", name = "t", content = "r2" } } },
+        }
+        assert.equal(fresh(), body(history))
+        for _, msg in ipairs(steps) do
+          history[#history + 1] = msg
+          assert.equal(fresh(), body(history))
+          assert.equal(fresh(), body(history))   -- again, nothing added
+        end
+        local decoded = json.decode(body(history))
+        assert.equal(5, #decoded.messages)       -- user, assistant, user (3 merged), assistant (2 merged), user
+        local last = decoded.messages[#decoded.messages].content
+        assert.equal(cache and "ephemeral" or nil, last[#last].cache_control and last[#last].cache_control.type)
+        -- only the newest message carries the breakpoint
+        local first = decoded.messages[1].content
+        assert.is_nil(first[#first].cache_control)
+      end)
+  end
+end)

@@ -57,10 +57,12 @@ M.encode_canonical = core.encode_canonical
 M.freeze = core.freeze
 
 --- Promise that the list `t` only grows at its end and that its elements
--- never change (frozen tables, strings, numbers): `encode_canonical` then
--- encodes only the elements added since it last encoded `t`, and copies
--- the text of the others (a history's wire messages gain one or two a
--- step). Always encoded as an array, even when empty.
+-- never change (frozen tables, strings, numbers), but for the last one,
+-- which may be replaced: `encode_canonical` then copies the text of the
+-- elements before the last as it last encoded them and encodes only the
+-- others (a history's wire messages gain one or two a step; Anthropic's
+-- last message changes as results merge into it). Always encoded as an
+-- array, even when empty.
 -- @tparam table t
 -- @treturn table t
 M.grow_only = core.grow_only

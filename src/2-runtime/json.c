@@ -287,26 +287,29 @@ static void encode_object_hashed(enc *e, int idx, int depth) {
 }
 
 /* A list promised to grow only at its end (lash_json_grow_only), its
-** state at st: the text of the elements encoded before is copied, only
-** the new ones are encoded, so a request body holding a long history costs
-** a copy per step instead of a walk of every message. The bytes are those
-** of encoding it whole. */
+** last element excepted (which may be replaced), its state in g: the text
+** of the elements before the last, as last encoded, is copied; only the
+** ones after it are encoded. So a request body holding a long history
+** costs a copy per step instead of a walk of every message, and the bytes
+** are those of encoding it whole. */
 static void encode_growing(enc *e, int idx, int depth, grown *g) {
   lua_State *L = e->L;
   lua_Integer i, len = (lua_Integer)lua_rawlen(L, idx);
-  size_t start;
-  if (g->count > len) g->count = g->text.n = 0;   /* it shrank: whole again */
+  size_t start, last_at = 0;
+  if (g->count >= len) g->count = g->text.n = 0;   /* it shrank: whole again */
   putch(e, '[');
   start = e->b->n;
   put(e, g->text.p, g->text.n);
   for (i = g->count + 1; i <= len; i++) {
     if (i > 1) putch(e, ',');
+    if (i == len) last_at = e->b->n;
     lua_rawgeti(L, idx, i);
     encode_value(e, lua_gettop(L), depth + 1);
     lua_pop(L, 1);
   }
-  if (len != g->count) {
-    size_t add = e->b->n - start - g->text.n;
+  if (len > 1 && len - 1 > g->count) {
+    /* keep all but the last (and the comma before it) */
+    size_t keep = last_at - 1 - start, add = keep - g->text.n;
     if (g->text.cap - g->text.n < add) {
       size_t cap = g->text.cap ? g->text.cap : 4096;
       char *p;
@@ -320,8 +323,8 @@ static void encode_growing(enc *e, int idx, int depth, grown *g) {
       g->text.cap = cap;
     }
     memcpy(g->text.p + g->text.n, e->b->p + start + g->text.n, add);
-    g->text.n += add;
-    g->count = len;
+    g->text.n = keep;
+    g->count = len - 1;
   }
   putch(e, ']');
 }

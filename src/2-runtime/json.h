@@ -32,9 +32,10 @@ void lash_json_decode(lua_State *L, const char *s, size_t len);
 ** neither it nor anything it holds changes afterwards. */
 void lash_json_freeze(lua_State *L, int idx);
 /* Promise that the list at idx only grows at its end and that its elements
-** never change: canonical encoding keeps the text of the elements it
-** encoded and encodes only those added since (always as an array, even
-** when empty). A list that shrinks is encoded whole again. */
+** never change, but for the last one, which may be replaced: canonical
+** encoding keeps the text of the elements before the last and encodes only
+** the ones after them (always as an array, even when empty). A list that
+** shrinks is encoded whole again. */
 void lash_json_grow_only(lua_State *L, int idx);
 
 /* The same, protected: push the text (encode) or the value (decode) and

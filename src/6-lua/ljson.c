@@ -50,9 +50,10 @@ static int l_freeze(lua_State *L) {
 }
 
 /// Promise that a list only grows at its end and that its elements never
-// change (each frozen, or a string or number): canonical encoding encodes
-// only the elements added since it last encoded it (a history's wire
-// messages, one more each step). Returns it.
+// change (each frozen, or a string or number), but for the last, which may
+// be replaced: canonical encoding copies the text of those before the last
+// and encodes only the others (a history's wire messages, one more each
+// step). Returns it.
 // @function grow_only
 static int l_grow_only(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);

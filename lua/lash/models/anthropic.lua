@@ -115,36 +115,48 @@ local function wire_message(m)
   return { { role = role, content = blocks } }
 end
 
+-- The last message with the cache breakpoint on its last block.
+local function with_breakpoint(last)
+  local blocks = table.move(last.content, 1, #last.content, 1, json.array())
+  local copy = {}
+  for k, v in pairs(blocks[#blocks]) do copy[k] = v end
+  copy.cache_control = EPHEMERAL
+  blocks[#blocks] = copy
+  return { role = last.role, content = blocks }
+end
+
+-- history -> {wire =, n =, out =, last =}: the merged list so far (grow-
+-- only but for its last message, json.grow_only), how many wire messages
+-- it holds, and its last message as merged, without the breakpoint.
+local merged_lists = setmetatable({}, { __mode = "k" })
+
 --- Convert a history to Anthropic `messages` (exported for tests):
 -- consecutive messages of one role merge, and with `cache` the last block
 -- carries cache_control. Each message's wire form is made once
--- (models.wire_messages); only merges and the last message are new.
+-- (models.wire_messages) and the merged list is kept and appended to: a
+-- step merges and encodes only what it added. The returned list is
+-- shared: read it, do not change it.
 function M.messages(history, cache)
   local wire = models.wire_messages(history, wire_message)
-  local out, n, merged = {}, 0, nil
-  for i = 1, #wire do
-    local w = wire[i]
-    local last = out[n]
+  local st = merged_lists[history]
+  if not (st and st.wire == wire and st.n <= #wire) then
+    st = { wire = wire, n = 0, out = json.grow_only({}) }
+    merged_lists[history] = st
+  end
+  local out = st.out
+  if st.last then out[#out] = st.last end    -- the breakpoint moves on
+  for i = st.n + 1, #wire do
+    local w, last = wire[i], st.last
     if last and last.role == w.role then
-      if last ~= merged then
-        merged = { role = last.role, content = table.move(last.content, 1, #last.content, 1, json.array()) }
-        out[n] = merged
-      end
-      table.move(w.content, 1, #w.content, #merged.content + 1, merged.content)
+      local m = { role = last.role, content = table.move(last.content, 1, #last.content, 1, json.array()) }
+      table.move(w.content, 1, #w.content, #m.content + 1, m.content)
+      out[#out], st.last = m, m
     else
-      n = n + 1
-      out[n] = w
+      out[#out + 1], st.last = w, w
     end
   end
-  if cache and n > 0 then
-    local last = out[n]
-    local blocks = table.move(last.content, 1, #last.content, 1, json.array())
-    local copy = {}
-    for k, v in pairs(blocks[#blocks]) do copy[k] = v end
-    copy.cache_control = EPHEMERAL
-    blocks[#blocks] = copy
-    out[n] = { role = last.role, content = blocks }
-  end
+  st.n = #wire
+  if cache and st.last then out[#out] = with_breakpoint(st.last) end
   return out
 end
 
