@@ -176,35 +176,31 @@ end
 -- (two transactions a tool step).
 function Store:transaction(fn, ...)
   self:query("BEGIN IMMEDIATE")
+  -- read under the write lock: no other connection can commit before ours,
+  -- and ours does not move data_version, so this is also the file's
+  -- version right after our commit (read after it, another's commit could
+  -- slip in and be taken for known)
+  self.locked_version = self:query("PRAGMA data_version")[1].data_version
   local res = table.pack(pcall(fn, ...))
   if not res[1] then
     self.db:exec("ROLLBACK")
     error(res[2], 0)
   end
-  -- read under the write lock: no other connection can commit before ours,
-  -- and ours does not move data_version, so this is the file's version
-  -- right after our commit (read after it, another's commit could slip in
-  -- and be taken for known)
-  local dv = self:_data_version()
   local ok, err = pcall(self.query, self, "COMMIT")
   if not ok then
     self.db:exec("ROLLBACK")
     error(err, 0)
   end
   self.commits = self.commits + 1
-  self.committed = dv .. ":" .. self.commits
+  self.committed = self.locked_version .. ":" .. self.commits
   return table.unpack(res, 2, res.n)
 end
 
-function Store:_data_version()
-  return self:query("PRAGMA data_version")[1].data_version
-end
-
--- Under the write lock: a token that changes whenever anything was
+-- Inside a transaction: a token that changes whenever anything was
 -- committed to the file, by this connection (our count) or by another
--- (SQLite's data_version).
+-- (SQLite's data_version, read when the write lock was taken).
 function Store:_version()
-  return self:_data_version() .. ":" .. self.commits
+  return self.locked_version .. ":" .. self.commits
 end
 
 local function user_version(self)

@@ -192,7 +192,7 @@ static int probe_dir(int make) {
 /* 1 and *du when a probe with this key succeeded before, else 0. */
 static int probe_recalled(const char *key, int *du) {
   char *data = NULL;
-  size_t len, kl = strlen(key);
+  size_t len = 0, kl = strlen(key);
   struct stat st;
   int dfd = probe_dir(0), fd, ok = 0;
   if (dfd < 0) return 0;
@@ -200,16 +200,10 @@ static int probe_recalled(const char *key, int *du) {
   close(dfd);
   if (fd < 0) return 0;
   if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 022) &&
-      st.st_size > 0 && st.st_size < 4096 && (data = malloc((size_t)st.st_size + 1))) {
-    ssize_t r = read(fd, data, (size_t)st.st_size);
-    len = r > 0 ? (size_t)r : 0;
-    data[len] = '\0';
-    if (len > kl && memcmp(data, key, kl) == 0 &&
-        (strcmp(data + kl, "disable_userns=1\n") == 0 ||
-         strcmp(data + kl, "disable_userns=0\n") == 0)) {
-      *du = data[kl + 15] == '1';
-      ok = 1;
-    }
+      lsb_read_fd(fd, 4096, &data, &len) == 0 && len > kl && memcmp(data, key, kl) == 0 &&
+      (strcmp(data + kl, "disable_userns=1\n") == 0 || strcmp(data + kl, "disable_userns=0\n") == 0)) {
+    *du = data[kl + strlen("disable_userns=")] == '1';
+    ok = 1;
   }
   free(data);
   close(fd);
