@@ -163,6 +163,7 @@ describe("one mapping from a kind to its exit code", function()
     provider = 7, model = 7, stream = 7, connect = 7, timeout = 7, tls = 7, http = 7, status = 7,
     limit = 8, retries = 8, output = 8, budget = 8,
     approval = 9,
+    guardrail = 10, hook = 10,
     timed_out = 124, exec_failed = 125,
   }
 

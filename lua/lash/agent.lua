@@ -72,6 +72,7 @@ local models = require "lash.models"
 local mparts = require "lash.models.parts"
 local structured = require "lash.models.structured"
 local schema = require "lash.schema"
+local hooks = require "lash.hooks"
 
 local M = {}
 
@@ -102,6 +103,7 @@ local AGENT_FIELDS = {
   model_settings = "table", deps = true, values = "table", tool_timeout = "number",
   stream = "boolean", approve = "function", model_options = "table",
   output = "table",  -- a JSON Schema: the run's answer is a value of it (structured output)
+  hooks = "table",   -- lifecycle hooks (lash.hooks)
 }
 
 local RUN_OPTS = {
@@ -112,6 +114,7 @@ local RUN_OPTS = {
   on_message = "function",  -- called with each message as it enters the history (saved sessions)
   toolsets = "table", -- more toolsets for this run only, after the agent's own
   host = true,        -- the embedding host's handle for this run: ctx.host in tools and hooks
+  hooks = "table",    -- lifecycle hooks for this run (lash.hooks), after the agent's and capabilities'
 }
 
 local function check_limits(who, limits, level)
@@ -133,7 +136,8 @@ end
 --   temperature, ...), `model_options` (api_key, base_url, max_retries,
 --   timeout, ...), `deps` (default deps), `values` (strings templates may
 --   read as `values.x`), `tool_timeout` (seconds, for tools without their
---   own), `stream`, `approve` (default approval callback), `name`.
+--   own), `stream`, `approve` (default approval callback), `name`,
+--   `hooks` (lifecycle hooks, see lash.hooks).
 -- @treturn Agent
 function M.new(def)
   if getmetatable(def) == Agent then return def end
@@ -148,6 +152,7 @@ function M.new(def)
     error("lash.agent: field 'retries' must be an integer >= 0, got " .. tostring(def.retries), 2)
   end
   if def.limits then check_limits("lash.agent", def.limits, 2) end
+  hooks.check("lash.agent", def.hooks, 2)
   if def.output ~= nil then
     local ok, err = schema.check(def.output, "lash.agent: output")
     if not ok then error(err, 2) end
@@ -275,6 +280,7 @@ local function new_run(agent, prompt, opts)
     local ok, err = schema.check(opts.output, "agent:run: output")
     if not ok then error(err, 3) end
   end
+  hooks.check("agent:run", opts.hooks, 3)
   for i, ts in ipairs(opts.toolsets or {}) do
     if not toolset.is_toolset(ts) then
       error("agent:run: toolsets[" .. i .. "] is not a toolset (make one with lash.toolset{...})", 3)
@@ -348,6 +354,15 @@ local function instantiate(run)
     end
   end
   run.sets, run.caps = sets, caps
+  -- the hooks nearest the host run last (lash.hooks)
+  local sources = { n = 1, agent.hooks }
+  for _, e in ipairs(caps) do
+    sources.n = sources.n + 1
+    sources[sources.n] = hooks.of_capability(e.cap)
+  end
+  sources.n = sources.n + 1
+  sources[sources.n] = run.opts.hooks
+  run.hooks = hooks.compile(sources)
 end
 
 local function open_set(run, s)
@@ -509,11 +524,18 @@ local function exec_item(run, item)
     end
   end
   run.usage.tool_calls = run.usage.tool_calls + 1
-  local status, content = tool.call(t, call_ctx(run, item), args, run.agent.tool_timeout)
+  local cctx = call_ctx(run, item)
+  local status, content = tool.call(t, cctx, args, run.agent.tool_timeout)
+  local res
   if status == "retry" then
-    return { status = "retry", content = content .. tool.RETRY_SUFFIX, message = content }
+    res = { status = "retry", content = content .. tool.RETRY_SUFFIX, message = content }
+  else
+    res = { status = "ok", content = content }
   end
-  return { status = "ok", content = content }
+  if run.hooks then
+    res = hooks.after_tool_call(run.hooks, cctx, { id = part.id, name = part.name, args = args }, res)
+  end
+  return res
 end
 
 local function finish_item(run, item, res, started)
@@ -581,9 +603,19 @@ local function prepare_calls(run, calls)
         item.status, item.message = "retry", err
       else
         item.tool, item.args = t, args
-        item.needs_approval = t:needs_approval(call_ctx(run, item), args)
-        if item.needs_approval and run.approvals[p.id] == nil then
-          asks[#asks + 1] = { id = p.id, name = p.name, args = args }
+        local allow, message = true, nil
+        if run.hooks then
+          allow, item.args, message = hooks.before_tool_call(run.hooks, call_ctx(run, item),
+            { id = p.id, name = p.name, args = args }, function(a) return tool.prepare_args(t, a) end)
+          args = item.args
+        end
+        if not allow then
+          item.status, item.content = "denied", message
+        else
+          item.needs_approval = t:needs_approval(call_ctx(run, item), args)
+          if item.needs_approval and run.approvals[p.id] == nil then
+            asks[#asks + 1] = { id = p.id, name = p.name, args = args }
+          end
         end
       end
     end
@@ -719,9 +751,15 @@ local function request_model(run, model, instructions)
     end
   end
   local attempts = 0
+  local messages, tools, settings = run.messages, run.defs, run.settings
+  if run.hooks then
+    local r = hooks.before_model_request(run.hooks, run.ctx, { step = step, instructions = instructions,
+      messages = messages, tools = tools, settings = settings })
+    instructions, messages, tools, settings = r.instructions, r.messages, r.tools, r.settings
+  end
   local output, instr = structured.request(run.output_schema, model, instructions)
   local req = {
-    instructions = instr, messages = run.messages, tools = run.defs, settings = run.settings,
+    instructions = instr, messages = messages, tools = tools, settings = settings,
     on_text = on_text, on_thinking = on_thinking, stream = run.stream, output = output,
     info = { run_id = run.id, step = step, agent = run.agent.name },
     on_attempt = function() attempts = attempts + 1 end,
@@ -813,6 +851,10 @@ local function body(run)
                 output_tokens = u.output_tokens or 0, cache_read_tokens = u.cache_read_tokens or 0,
                 cache_write_tokens = u.cache_write_tokens or 0, reasoning_tokens = u.reasoning_tokens },
                 total = copy_usage(run.usage), response_model = resp.model, response_id = resp.id })
+    if run.hooks then
+      resp = hooks.after_model_response(run.hooks, run.ctx, { step = step, parts = resp.parts, finish = resp.finish,
+        usage = u, model = model.name, id = resp.id })
+    end
     append(run, { role = "assistant", parts = resp.parts, finish = resp.finish, model = model.name,
                   usage = u })
     check_tokens(run)
@@ -869,6 +911,13 @@ local function execute(run)
   if not ok then res = as_typed(res) end
   local cerr = close_all(run, (not ok) and res or nil)
   if ok and cerr then ok, res = false, as_typed(cerr) end
+  if run.hooks and hooks.has(run.hooks, "on_run_end") then
+    local outcome = ok and { stop_reason = res.stop_reason, output = res.output, usage = run.usage }
+      or { stop_reason = L.is_error(res, "cancelled") and "cancelled" or "error", usage = run.usage,
+           error = { kind = res.kind, message = res.message } }
+    local hok, herr = xpcall(hooks.on_run_end, on_error, run.hooks, run.ctx, outcome)
+    if not hok and ok then ok, res = false, as_typed(herr) end
+  end
   if not ok then
     if rawget(res, "messages") == nil then res.messages = run.messages end
     if rawget(res, "usage") == nil then res.usage = run.usage end
@@ -911,7 +960,9 @@ end
 --   after the agent's own toolsets and before its capabilities' tools:
 --   e.g. an embedding host's tools), `host` (any value: the embedding
 --   host's handle for this run, seen as `ctx.host` by tool handlers,
---   instruction functions and toolsets; lash only passes it on).
+--   instruction functions and toolsets; lash only passes it on), `hooks`
+--   (lifecycle hooks for this run, after the agent's and its
+--   capabilities': lash.hooks).
 --   A decision is true (allow), false (deny), a string (deny with that
 --   message to the model), or `{allow=, args=, message=}` (args: allow
 --   with edited arguments). `approve` may wait (e.g. on a lash.future a

@@ -10,6 +10,7 @@
 --   cap:get_toolsets() -> {ts...}     its toolsets, in order
 --   cap:get_instructions() -> list    strings ({{ }} templates) and
 --                                     functions of ctx, possibly empty
+--   cap:get_hooks() -> table|nil      (optional) lifecycle hooks, lash.hooks
 --
 -- Instruction templates of a capability see `tools`, which maps every name
 -- a tool had inside the capability to the name finally exposed: under
@@ -19,6 +20,7 @@
 local tool = require "lash.tool"
 local toolset = require "lash.toolset"
 local options = require "lash.options"
+local hooks = require "lash.hooks"
 
 local M = {}
 
@@ -28,7 +30,8 @@ Capability.__name = "lash.capability"
 M.Capability = Capability
 
 local FIELDS = { name = "string", description = "string", instructions = true, tools = true,
-                 toolsets = "table", open = "function", close = "function", for_run = "function" }
+                 toolsets = "table", open = "function", close = "function", for_run = "function",
+                 hooks = "table" }
 
 --- Raise `who: ...` unless `v` is nil, a string, a function(ctx) or a
 -- list of them (the `instructions` field of agents and capabilities).
@@ -59,7 +62,8 @@ end
 --   of ctx, or a list), `tools` (list of tools; they form a toolset named
 --   after the capability, with `open`/`close` as its hooks), `toolsets`
 --   (more toolsets), `for_run(ctx)` (returns the capability, or a table in
---   the same shape, to use for one run).
+--   the same shape, to use for one run), `hooks` (lifecycle hooks for the
+--   runs it is part of, see lash.hooks).
 -- @treturn Capability
 function M.new(def)
   if type(def) ~= "table" then error("lash.capability: expected a table, got " .. type(def), 2) end
@@ -67,6 +71,7 @@ function M.new(def)
   local name = def.name or "capability"
   local who = "lash.capability '" .. name .. "'"
   M.check_instructions(who, def.instructions, 2)
+  hooks.check(who, def.hooks, 2)
   local sets = {}
   if def.tools ~= nil or def.open or def.close then
     sets[1] = toolset.new { name = name, tools = def.tools, open = def.open, close = def.close }
@@ -79,7 +84,7 @@ function M.new(def)
   end
   return setmetatable({ name = name, description = def.description,
                         instructions = M.instruction_list(def.instructions),
-                        toolsets = sets, for_run_fn = def.for_run }, Capability)
+                        toolsets = sets, for_run_fn = def.for_run, hooks = def.hooks }, Capability)
 end
 
 --- Is `v` a capability (anything that speaks the protocol)?
@@ -102,6 +107,11 @@ end
 
 function Capability:get_instructions()
   return self.instructions
+end
+
+--- Its lifecycle hooks (lash.hooks), or nil.
+function Capability:get_hooks()
+  return self.hooks
 end
 
 --- Render every templated string field of `t` for this run (for
@@ -147,6 +157,12 @@ end
 
 function Wrapped:get_instructions()
   return self.inner:get_instructions()
+end
+
+function Wrapped:get_hooks()
+  local f = self.inner.get_hooks
+  if type(f) == "function" then return f(self.inner) end
+  return nil
 end
 
 -- Apply a toolset transform to a toolset or a capability.

@@ -36,6 +36,7 @@ cli.EXIT = {
   provider = 7,     -- the model provider failed (after retries), or the model misbehaved
   limit = 8,        -- a limit was reached (max_steps, tokens, tool calls, retries)
   approval = 9,     -- stopped: tool calls need approval (--yes allows them)
+  guardrail = 10,   -- a guardrail's tripwire, or a hook, stopped the run
   timed_out = 124,  -- sandbox exec: the command hit its deadline
   exec_failed = 125, -- sandbox exec: the command could not be started
   cancelled = 1,    -- cancelled with no signal behind it (with signal N: 128 + N)
@@ -54,6 +55,7 @@ local EXIT_ROWS = {
   { "7", "provider error: the model API failed after retries, or the model misbehaved" },
   { "8", "a limit was reached (max_steps, tokens, tool calls, a tool's retries, an untrusted spec's run-time budget)" },
   { "9", "stopped for approval (run with --yes to allow)" },
+  { "10", "a guardrail's tripwire or a lifecycle hook stopped the run" },
   { "124", "sandbox exec: the command timed out" },
   { "125", "sandbox exec: the command could not be started" },
   { "128+N", "cancelled by signal N: 129 SIGHUP, 130 SIGINT, 143 SIGTERM" },
@@ -67,6 +69,7 @@ local KIND = {
   model = "provider", stream = "provider",
   connect = "provider", timeout = "provider", tls = "provider", http = "provider", status = "provider",
   retries = "limit", output = "limit", budget = "limit",
+  hook = "guardrail",
 }
 
 --- The one place a kind becomes an exit code. `kind` is an outcome's kind
