@@ -115,6 +115,9 @@ local RUN_OPTS = {
   toolsets = "table", -- more toolsets for this run only, after the agent's own
   host = true,        -- the embedding host's handle for this run: ctx.host in tools and hooks
   hooks = "table",    -- lifecycle hooks for this run (lash.hooks), after the agent's and capabilities'
+  -- which calls need approval in this run: fn(ctx, call, tool_says) -> boolean, where tool_says is
+  -- the tool's own requires_approval (lash acp's modes: ask before changes, or run freely)
+  needs_approval = "function",
 }
 
 local function check_limits(who, limits, level)
@@ -613,6 +616,11 @@ local function prepare_calls(run, calls)
           item.status, item.content = "denied", message
         else
           item.needs_approval = t:needs_approval(call_ctx(run, item), args)
+          local policy = run.opts.needs_approval
+          if policy then
+            item.needs_approval = policy(call_ctx(run, item), { id = p.id, name = p.name, args = args },
+                                         item.needs_approval) and true or false
+          end
           if item.needs_approval and run.approvals[p.id] == nil then
             asks[#asks + 1] = { id = p.id, name = p.name, args = args }
           end
