@@ -32,10 +32,12 @@ describe("lash.acp.protocol prompts", function()
       return e.message
     end
     assert.matches("prompt is empty", err {})
-    assert.matches("prompt%[1%]%.type: lash takes no audio", err { { type = "audio", data = "AA==", mimeType = "audio/wav" } })
+    assert.matches("prompt%[1%]%.type: lash takes no audio",
+      err { { type = "audio", data = "AA==", mimeType = "audio/wav" } })
     assert.matches("prompt%[2%]%.text must be a string", err { { type = "text", text = "a" }, { type = "text" } })
     assert.matches("not base64", err { { type = "image", data = "%%%", mimeType = "image/png" } })
-    assert.matches("unsupported media type 'image/bmp'", err { { type = "image", data = "AAAA", mimeType = "image/bmp" } })
+    assert.matches("unsupported media type 'image/bmp'",
+      err { { type = "image", data = "AAAA", mimeType = "image/bmp" } })
     assert.matches("must be text, image, resource_link or resource", err { { type = "video" } })
   end)
   it("checks base64 and sizes without decoding", function()
@@ -159,7 +161,8 @@ describe("lash.acp.server", function()
       local ok, e = pcall(ed.peer.request, ed.peer, "session/set_mode", { sessionId = ed.sid, modeId = "yolo" })
       assert.is_false(ok)
       assert.equal(rpc.INVALID_PARAMS, e.code)
-      ok, e = pcall(ed.peer.request, ed.peer, "session/prompt", { sessionId = "x", prompt = { { type = "text", text = "a" } } })
+      ok, e = pcall(ed.peer.request, ed.peer, "session/prompt",
+                    { sessionId = "x", prompt = { { type = "text", text = "a" } } })
       assert.is_false(ok)
       assert.equal(protocol.RESOURCE_NOT_FOUND, e.code)
       ed.close()
