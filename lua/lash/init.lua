@@ -26,6 +26,7 @@ local lazy = {
   filter_tools = { "lash.capability", "filter_tools" },
   rename_tool = { "lash.capability", "rename_tool" },
   wrap_tools = { "lash.capability", "wrap_tools" },
+  handoff = { "lash.handoff", "new" },
   render = { "lash.template", "render" },
   render_fields = { "lash.capability", "render_fields" },
   script_model = { "lash.models.func", "script" },
