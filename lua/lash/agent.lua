@@ -50,8 +50,13 @@
 --                 discarded_text, discarded_thinking}  what the failed attempt had streamed
 --                {run_id, step, kind = "output", attempt, message}  the answer missed the schema
 --   usage        {run_id, step, usage = this request, total = the run so far,
---                 response_model, response_id}   what the provider said it ran, when it says
---   run_end      {run_id, stop_reason, output, usage, pending, error = {kind, message}}
+--                 response_model, response_id,   what the provider said it ran, when it says
+--                 finish}
+--   handoff      {run_id, step, id, from, to}      the run goes on with another agent
+-- A sub-agent's events (lash.subagent) reach the root run's on_event with
+-- `path = {"root agent", "child#call_id", ...}` and the child's run_id;
+-- the top-level run's events have no path.
+--   run_end      {run_id, stop_reason, output, usage, pending, agent, error = {kind, message}}
 -- `on_event` runs inside the run's task (or a tool call's child task); it
 -- may wait, but every wait there holds up the run.
 --
@@ -75,6 +80,7 @@ local schema = require "lash.schema"
 local hooks = require "lash.hooks"
 local subagent = require "lash.subagent"
 local handoff = require "lash.handoff"
+local guardrails = require "lash.guardrails"
 
 local M = {}
 
@@ -109,6 +115,7 @@ local AGENT_FIELDS = {
   hooks = "table",   -- lifecycle hooks (lash.hooks)
   handoffs = "table",  -- agents (or lash.handoff{...}) the model may transfer the run to
   handoff_description = "string",  -- when another agent's model should hand off to this one
+  guardrails = "table",  -- {input = {...}, output = {...}}: checks that can stop the run (lash.guardrails)
 }
 
 local RUN_OPTS = {
@@ -123,6 +130,7 @@ local RUN_OPTS = {
   parent = "table",   -- run as a sub-agent of the run of this ctx (a tool's ctx): lash.subagent
   capabilities = "table",  -- more capabilities for this run only, after the agent's own
   sandbox_for = "function",  -- a sub-agent's sandbox capability, pointed at its parent's (lash.subagent)
+  guardrails = "table",  -- more guardrails for this run, after the agent's and capabilities'
 }
 
 local function check_limits(who, limits, level)
@@ -162,6 +170,7 @@ function M.new(def)
   if def.limits then check_limits("lash.agent", def.limits, 2) end
   hooks.check("lash.agent", def.hooks, 2)
   handoff.check("lash.agent", def.handoffs, 2)
+  guardrails.check("lash.agent", def.guardrails, 2)
   if def.output ~= nil then
     local ok, err = schema.check(def.output, "lash.agent: output")
     if not ok then error(err, 2) end
@@ -293,6 +302,7 @@ local function new_run(agent, prompt, opts)
     if not ok then error(err, 3) end
   end
   hooks.check("agent:run", opts.hooks, 3)
+  guardrails.check("agent:run", opts.guardrails, 3)
   local parent
   if opts.parent ~= nil then
     parent = subagent.run_of(opts.parent)
@@ -421,10 +431,16 @@ local function instantiate(run)
   run.sets, run.caps = sets, caps
   -- the hooks nearest the host run last (lash.hooks)
   local sources = { n = 1, agent.hooks }
+  local guards = { n = 1, agent.guardrails }
   for _, e in ipairs(caps) do
     sources.n = sources.n + 1
     sources[sources.n] = hooks.of_capability(e.cap)
+    guards.n = guards.n + 1
+    guards[guards.n] = type(e.cap.get_guardrails) == "function" and e.cap:get_guardrails() or nil
   end
+  guards.n = guards.n + 1
+  guards[guards.n] = run.opts.guardrails
+  run.guards = guards
   sources.n = sources.n + 1
   sources[sources.n] = run.opts.hooks
   for _, h in ipairs(run.inherited_hooks or {}) do
@@ -662,38 +678,44 @@ local function exec_concurrently(run, items)
 end
 
 -- Decode, validate and classify the calls of one model turn.
+-- Decode, validate and classify one call (the before_tool_call hooks run
+-- here); returns the item and whether it waits for an approval.
+local function prepare_one(run, p)
+  emit(run, { type = "tool_call", step = run.info.step, id = p.id, name = p.name, args = p.args_json or p.args })
+  local item, asks = { part = p }, false
+  local t = run.by_name[p.name]
+  if not t then
+    item.status, item.message = "retry", unknown_tool_message(run, p.name)
+  else
+    local args, err = tool.prepare_args(t, p.args_json or p.args)
+    if not args then
+      item.status, item.message = "retry", err
+    else
+      item.tool, item.args = t, args
+      local allow, message = true, nil
+      if run.hooks then
+        allow, item.args, message = hooks.before_tool_call(run.hooks, call_ctx(run, item),
+          { id = p.id, name = p.name, args = args }, function(a) return tool.prepare_args(t, a) end)
+        args = item.args
+      end
+      if not allow then
+        item.status, item.content = "denied", message
+      else
+        item.needs_approval = t:needs_approval(call_ctx(run, item), args)
+        asks = item.needs_approval and run.approvals[p.id] == nil
+      end
+    end
+  end
+  if item.status == "retry" then item.content = item.message .. tool.RETRY_SUFFIX end
+  return item, asks
+end
+
 local function prepare_calls(run, calls)
   local items, pending, asks = {}, {}, {}
   local step = run.info.step
   for i, p in ipairs(calls) do
-    emit(run, { type = "tool_call", step = step, id = p.id, name = p.name, args = p.args_json or p.args })
-    local item = { part = p }
-    local t = run.by_name[p.name]
-    if not t then
-      item.status, item.message = "retry", unknown_tool_message(run, p.name)
-    else
-      local args, err = tool.prepare_args(t, p.args_json or p.args)
-      if not args then
-        item.status, item.message = "retry", err
-      else
-        item.tool, item.args = t, args
-        local allow, message = true, nil
-        if run.hooks then
-          allow, item.args, message = hooks.before_tool_call(run.hooks, call_ctx(run, item),
-            { id = p.id, name = p.name, args = args }, function(a) return tool.prepare_args(t, a) end)
-          args = item.args
-        end
-        if not allow then
-          item.status, item.content = "denied", message
-        else
-          item.needs_approval = t:needs_approval(call_ctx(run, item), args)
-          if item.needs_approval and run.approvals[p.id] == nil then
-            asks[#asks + 1] = { id = p.id, name = p.name, args = args }
-          end
-        end
-      end
-    end
-    if item.status == "retry" then item.content = item.message .. tool.RETRY_SUFFIX end
+    local item, ask = prepare_one(run, p)
+    if ask then asks[#asks + 1] = { id = p.id, name = p.name, args = item.args } end
     items[i] = item
   end
   for _, a in ipairs(asks) do
@@ -943,6 +965,43 @@ local function switch_agent(run)
   emit(run, { type = "handoff", step = run.info.step, id = t.id, from = old.name, to = new.name })
 end
 
+-- The input guardrails of the run's (first) agent on its prompt: those
+-- not run in parallel now; the others alongside the first model request,
+-- whose response waits for them (run.input_wait). A tripwire cancels the
+-- request in flight; execute() reports the tripwire, not the cancel.
+local function start_input_guardrails(run)
+  local list = guardrails.collect(run.guards, "input")
+  if not list then return end
+  local me = runtime.current()
+  local text, wait, stop = guardrails.start_input(list, run.ctx, run.prompt or "", function(ev) emit(run, ev) end,
+    function(err)
+      run.tripped = err
+      if run.guard_phase == "request" and me then me:cancel() end
+    end)
+  run.input_wait, run.input_stop = wait, stop
+  if text ~= run.prompt then
+    for _, p in ipairs(run.prompt_parts) do
+      if p.type ~= "text" then
+        error(new_error("guardrail", "an input guardrail replaced the prompt, which has parts that are not text; "
+          .. "a guardrail can replace a text prompt only"), 0)
+      end
+    end
+    if type(text) ~= "string" then
+      error(new_error("guardrail", "an input guardrail replaced the prompt with a " .. type(text)
+        .. " (it must be a string)"), 0)
+    end
+    run.prompt, run.prompt_parts = text, { { type = "text", text = text } }
+  end
+end
+
+-- The output guardrails of the agent that answered; returns the output
+-- and, when one asks for it, a retry instruction.
+local function output_guardrails(run, value)
+  local list = guardrails.collect(run.guards, "output")
+  if not list then return value end
+  return guardrails.run_output(list, run.ctx, value, function(ev) emit(run, ev) end)
+end
+
 -- The run body: everything between opening and closing the toolsets.
 local function body(run)
   local agent = run.agent
@@ -959,6 +1018,7 @@ local function body(run)
       error(new_error("config", "the history ends with tool calls that have no results; resume it with "
         .. "agent:run(nil, {history = ..., approvals = {...}}) before sending a new prompt"), 0)
     end
+    start_input_guardrails(run)
     append(run, { role = "user", parts = run.prompt_parts })
   else
     local last = msgs[#msgs]
@@ -985,7 +1045,14 @@ local function body(run)
     local instructions = render_instructions(run)
     model = run.model
     emit(run, { type = "model_request", step = step, model = model.name, messages = #msgs, tools = #run.defs })
+    if run.input_wait then run.guard_phase = "request" end
     local resp = request_model(run, model, instructions)
+    if run.input_wait then
+      -- nothing of the response is acted on before the input guardrails pass
+      local wait = run.input_wait
+      run.input_wait, run.guard_phase = nil, nil
+      wait()
+    end
     local u = resp.usage or models.usage()
     add_usage(run.usage, u)
     local up = run.parent
@@ -996,7 +1063,8 @@ local function body(run)
     emit(run, { type = "usage", step = step, usage = { input_tokens = u.input_tokens or 0,
                 output_tokens = u.output_tokens or 0, cache_read_tokens = u.cache_read_tokens or 0,
                 cache_write_tokens = u.cache_write_tokens or 0, reasoning_tokens = u.reasoning_tokens },
-                total = copy_usage(run.usage), response_model = resp.model, response_id = resp.id })
+                total = copy_usage(run.usage), response_model = resp.model, response_id = resp.id,
+                finish = resp.finish })
     if run.hooks then
       resp = hooks.after_model_response(run.hooks, run.ctx, { step = step, parts = resp.parts, finish = resp.finish,
         usage = u, model = model.name, id = resp.id })
@@ -1013,12 +1081,20 @@ local function body(run)
     if #calls == 0 then
       local text = output_of(resp)
       local stop = FINISH_STOP[resp.finish] or "complete"
-      if not run.output_schema or stop ~= "complete" then return { output = text, stop_reason = stop } end
-      local value, problem = structured.decode(run.output_schema, text)
-      if problem == nil then return { output = value, text = text, stop_reason = stop } end
+      local value, problem, by_guardrail = text, nil, false
+      if run.output_schema and stop == "complete" then value, problem = structured.decode(run.output_schema, text) end
+      if problem == nil and stop == "complete" then
+        local retry
+        value, retry = output_guardrails(run, value)
+        if retry then problem, by_guardrail = retry, true end
+      end
+      if problem == nil then
+        return { output = value, text = (run.output_schema and stop == "complete") and text or nil, stop_reason = stop }
+      end
       run.output_retries = run.output_retries + 1
       if run.output_retries > run.agent.retries then
-        error(new_error("output", string.format("the answer did not match the output schema after %d retr%s: %s",
+        error(new_error("output", string.format("the answer did not %s after %d retr%s: %s",
+          by_guardrail and "pass the output guardrails" or "match the output schema",
           run.agent.retries, run.agent.retries == 1 and "y" or "ies", problem), { text = text }), 0)
       end
       emit(run, { type = "retry", kind = "output", step = step, attempt = run.output_retries, message = problem })
@@ -1061,6 +1137,9 @@ local function execute(run)
   emit(run, { type = "run_start", agent = run.agent.name, model = run.info.model, prompt = run.prompt })
   local ok, res = xpcall(body, on_error, run)
   if not ok then res = as_typed(res) end
+  if run.input_stop then run.input_stop() end
+  -- a tripwire cancelled the model request: the run ends with the tripwire
+  if not ok and run.tripped then res = run.tripped end
   local cerr = close_all(run, (not ok) and res or nil)
   if ok and cerr then ok, res = false, as_typed(cerr) end
   if run.hooks and hooks.has(run.hooks, "on_run_end") then
@@ -1086,6 +1165,35 @@ local function execute(run)
   emit(run, { type = "run_end", stop_reason = res.stop_reason, output = res.output,
               usage = copy_usage(run.usage), pending = res.pending, agent = res.agent })
   return res
+end
+
+--- Call one of a running agent's tools from code (code mode's
+-- `tools.x{...}`, a tool that chains others): as a call the model made,
+-- with its events, hooks, approval (denied when the run has nobody to
+-- ask), retries' wording and the run's tool call limit.
+-- @tparam table ctx a tool call's ctx (or the run's)
+-- @tparam string name the tool's name as the model sees it
+-- @tparam table args its arguments
+-- @tparam string id the call's id in the events
+-- @treturn string status "ok", "retry" or "denied"
+-- @treturn string the content (a retry's without the "Fix the errors" suffix)
+function M.call_tool(ctx, name, args, id)
+  local run = subagent.run_of(ctx)
+  if not run or not run.by_name then
+    error("lash.agent.call_tool: ctx is not the context of a running agent's tool call", 2)
+  end
+  local item, ask = prepare_one(run, { id = id, name = name, args = args })
+  if ask then
+    emit(run, { type = "approval_request", step = run.info.step, id = id, name = name, args = item.args })
+    if not run.approve then
+      item.status, item.content = "denied", "The call to '" .. name .. "' needs approval, which nobody can give "
+        .. "from inside code; call the tool directly."
+    end
+  end
+  check_tool_call_limit(run, { item })
+  local res = exec_and_report(run, item)
+  if res.status == "retry" then return "retry", res.message or item.message or res.content end
+  return res.status, res.content
 end
 
 --- What this agent runs with: its settings after the defaults, and every

@@ -109,8 +109,9 @@ local function targets_of(agent)
     local list = rawget(ts, "tools")
     if type(list) ~= "table" then return end
     for _, t in ipairs(list) do
-      local conf = type(t) == "table" and type(t.metadata) == "table" and t.metadata.lash_subagent
-      if conf then out[#out + 1] = conf.target end
+      local meta = type(t) == "table" and type(t.metadata) == "table" and t.metadata
+      if meta and meta.lash_subagent then out[#out + 1] = meta.lash_subagent.target end
+      for _, conf in ipairs(meta and meta.lash_subagents or {}) do out[#out + 1] = conf.target end
     end
   end
   for _, ts in ipairs(agent.own_toolsets or {}) do scan_set(ts) end
@@ -365,6 +366,75 @@ function M.as_tool(target, opts, level)
   return tool.new { name = name, description = desc, parameters = opts.parameters or DEFAULT_PARAMS,
                     handler = handler, timeout = opts.timeout, retries = opts.retries,
                     requires_approval = opts.requires_approval, metadata = { lash_subagent = conf } }
+end
+
+---------------------------------------------------------------------------
+-- SubAgents: one delegate_task tool over named agents
+
+local ENTRY_FIELDS = { agent = true, name = "string", description = "string", max_calls = "number",
+                       timeout_seconds = "number", on_failure = "string", share_sandbox = true }
+
+--- A capability (pydantic-ai-harness's SubAgents) with one tool,
+-- `delegate_task(agent_name, task)`, that runs the named agent as a
+-- sub-agent; the agents are listed in the instructions.
+-- @tparam table opts `agents`: a list of agents, or of `{agent =, name =,
+--   description =, max_calls =, timeout_seconds =, on_failure =,
+--   share_sandbox =}`; `name` (the capability's, default "SubAgents")
+-- @treturn lash.capability
+function M.capability(opts, level)
+  level = (level or 1) + 1
+  local capability = require "lash.capability"
+  if type(opts) ~= "table" or type(opts.agents) ~= "table" or #opts.agents == 0 then
+    error("SubAgents: give agents = {agent, ...} (at least one)", level)
+  end
+  for k in pairs(opts) do
+    if k ~= "agents" and k ~= "name" then
+      error("SubAgents: unknown option '" .. tostring(k) .. "' (known options: agents, name)", level)
+    end
+  end
+  local by_name, names, lines, confs = {}, {}, {}, {}
+  for i, e in ipairs(opts.agents) do
+    local entry = e
+    if type(e) == "table" and type(e.start) == "function" then entry = { agent = e } end
+    if type(entry) ~= "table" then error("SubAgents: agents[" .. i .. "] must be an agent, got " .. type(e), level) end
+    tool.check_fields("SubAgents: agents[" .. i .. "]", entry, ENTRY_FIELDS, level)
+    local a = entry.agent
+    if type(a) ~= "table" or type(a.start) ~= "function" then
+      error("SubAgents: agents[" .. i .. "].agent must be an agent", level)
+    end
+    local name = entry.name or a.name
+    if type(name) ~= "string" or name == "" then
+      error("SubAgents: agents[" .. i .. "] needs a name (the agent's `name`, or `name` here)", level)
+    end
+    if by_name[name] then error("SubAgents: two agents are named '" .. name .. "'", level) end
+    by_name[name] = M.as_tool(a, { name = M.tool_name(name), timeout = entry.timeout_seconds,
+      max_calls = entry.max_calls, on_failure = entry.on_failure, share_sandbox = entry.share_sandbox }, level)
+    names[#names + 1] = name
+    confs[#confs + 1] = by_name[name].metadata.lash_subagent
+    local desc = entry.description or a.description
+    lines[#lines + 1] = "- " .. name .. (desc and (": " .. desc) or "")
+  end
+  local delegate = tool.new {
+    name = "delegate_task",
+    description = "Run a sub-agent on a self-contained task and return its answer. The sub-agent sees nothing of "
+      .. "this conversation but the task.",
+    parameters = { type = "object", required = { "agent_name", "task" }, properties = {
+      agent_name = { type = "string", enum = names, description = "Which sub-agent." },
+      task = { type = "string", description = "The task, complete in itself." } } },
+    handler = function(ctx, args)
+      local t = by_name[args.agent_name]
+      if not t then
+        return nil, "Unknown agent '" .. tostring(args.agent_name) .. "'. Available: " .. table.concat(names, ", ")
+      end
+      local status, content = tool.call(t, ctx, { input = args.task })
+      if status == "retry" then return nil, content end
+      return content
+    end,
+    metadata = { lash_subagents = confs },
+  }
+  return capability.new { name = opts.name or "SubAgents", tools = { delegate },
+    instructions = "You can hand self-contained tasks to these sub-agents with delegate_task:\n"
+      .. table.concat(lines, "\n") }
 end
 
 return M
