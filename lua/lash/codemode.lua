@@ -39,7 +39,8 @@ M.DEFAULTS = { instructions = 10000000, memory = 64 * 1024 * 1024, seconds = 10,
                max_output_bytes = 64 * 1024, max_code_bytes = 64 * 1024 }
 
 local FIELDS = { instructions = "number", memory = "number", seconds = "number", max_tool_calls = "number",
-                 max_output_bytes = "number", max_code_bytes = "number", tools = "table", name = "string" }
+                 max_output_bytes = "number", max_code_bytes = "number", tools = "table", name = "string",
+                 untrusted = "boolean" }
 
 local function refuse(what, why)
   return function()
@@ -146,6 +147,16 @@ function M.tool(opts)
   for _, k in ipairs { "instructions", "memory", "seconds", "max_tool_calls", "max_output_bytes", "max_code_bytes" } do
     local v = conf[k]
     if v <= 0 or v ~= v or v == math.huge then error("lash.code_mode: " .. k .. " must be a positive number", 3) end
+  end
+  -- built by a spec loaded without trust: no budget above a call's there
+  if opts.untrusted or runtime.core.budget.loading() then
+    for _, k in ipairs { "instructions", "memory", "seconds" } do
+      if opts[k] and opts[k] > spec_env.CALL_BUDGET[k] then
+        error(string.format("lash.code_mode: %s = %s is more than a spec loaded without --trust may give its code "
+          .. "(%s); load the spec with --trust to raise it", k, tostring(opts[k]),
+          tostring(spec_env.CALL_BUDGET[k])), 3)
+      end
+    end
   end
   if opts.tools then
     conf.tools, conf.allowed = opts.tools, {}

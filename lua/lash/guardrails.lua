@@ -227,4 +227,25 @@ function M.run_output(list, ctx, value, emit)
   return value
 end
 
+--- A guardrail that trips when the text (or a structured value's JSON)
+-- contains any of `keywords`, ignoring case (pydantic-ai-harness's
+-- blocked_keywords detector).
+function M.blocked_keywords(keywords)
+  if type(keywords) ~= "table" or #keywords == 0 then
+    error("blocked_keywords: give a list of words", 2)
+  end
+  local lower = {}
+  for i, k in ipairs(keywords) do
+    if type(k) ~= "string" or k == "" then error("blocked_keywords[" .. i .. "] must be a non-empty string", 2) end
+    lower[i] = k:lower()
+  end
+  return function(_, value)
+    local text = type(value) == "string" and value or require("lash.json").encode_canonical(value)
+    text = text:lower()
+    for i, k in ipairs(lower) do
+      if text:find(k, 1, true) then return "it contains the blocked keyword '" .. keywords[i] .. "'" end
+    end
+  end
+end
+
 return M

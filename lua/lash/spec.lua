@@ -39,9 +39,11 @@
 -- positional argument) or `{Name: {options}}`. Built-in types: Sandbox
 -- (positional: backend), LocalSandbox (Sandbox with backend local;
 -- positional: rootfs), ModalSandbox (backend modal; positional: image),
--- PrefixTools ({prefix, capability}) and SubAgents ({agents: [...]}: each
+-- PrefixTools ({prefix, capability}), SubAgents ({agents: [...]}: each
 -- an agent in this shape with a name, and max_calls, timeout_seconds,
--- on_failure, share_sandbox; one delegate_task tool runs them). `session` cannot come from a file:
+-- on_failure, share_sandbox; one delegate_task tool runs them), CodeMode
+-- (the run_lua tool; options lash.codemode's) and InputGuardrail /
+-- OutputGuardrail ({blocked_keywords: [...], agent: {...}, parallel}). `session` cannot come from a file:
 -- it is a live object. Plain-table Lua specs may use the same entries.
 -- @module lash.spec
 local json = require "lash.json"
@@ -216,6 +218,55 @@ builtin.SubAgents = function(arg, info)
   end
   return require("lash.subagent").capability({ agents = entries })
 end
+
+-- CodeMode (pydantic-ai-harness's name): the run_lua tool, with its
+-- budgets (a spec without trust cannot raise them past a call's).
+builtin.CodeMode = function(arg, info)
+  if arg ~= nil and type(arg) ~= "table" then error("expected options (a mapping), got " .. type(arg), 0) end
+  local o = {}
+  for k, v in pairs(arg or {}) do o[k] = v end
+  if info.untrusted then o.untrusted = true end
+  local ok, cap = pcall(require("lash.codemode").new, o)
+  if not ok then error(tostring(cap):gsub("^lash%.code_mode: ", ""), 0) end
+  return cap
+end
+
+-- InputGuardrail / OutputGuardrail (pydantic-ai-harness's names):
+-- {blocked_keywords: [...]} and/or {agent: {an agent in this shape that
+-- answers tripwire_triggered and reason}}, `parallel` (input; default true).
+local function guardrail_type(side)
+  return function(arg, info)
+    if type(arg) ~= "table" then
+      error("expected {blocked_keywords: [...]} or {agent: {...}}, got " .. (arg == nil and "nothing" or type(arg)), 0)
+    end
+    local list = {}
+    for k, v in pairs(arg) do
+      if k ~= "blocked_keywords" and k ~= "agent" and k ~= "parallel" and k ~= "name" then
+        error("unknown option '" .. tostring(k) .. "' (" .. info.name
+          .. " takes blocked_keywords, agent, parallel and name)", 0)
+      end
+      if k == "parallel" and (type(v) ~= "boolean" or side == "output") then
+        error("parallel is true or false, for an InputGuardrail only", 0)
+      end
+    end
+    local g = require "lash.guardrails"
+    local parallel = arg.parallel ~= false
+    if arg.blocked_keywords ~= nil then
+      local ok, f = pcall(g.blocked_keywords, arg.blocked_keywords)
+      if not ok then error(tostring(f):gsub("^[^:]*:%d+: ", ""), 0) end
+      list[#list + 1] = { check = f, name = arg.name or "blocked_keywords", run_in_parallel = parallel }
+    end
+    if arg.agent ~= nil then
+      if type(arg.agent) ~= "table" then error("agent must be an agent (a mapping in the spec's shape)", 0) end
+      local a = inner_agent(arg.agent, info.where .. ".agent", info)
+      list[#list + 1] = { check = a, name = arg.name or a.name, run_in_parallel = parallel }
+    end
+    if #list == 0 then error("give blocked_keywords, agent or both", 0) end
+    return capability.new { name = info.name, guardrails = { [side] = list } }
+  end
+end
+builtin.InputGuardrail = guardrail_type("input")
+builtin.OutputGuardrail = guardrail_type("output")
 
 builtin.PrefixTools = function(arg, info)
   if type(arg) ~= "table" then
