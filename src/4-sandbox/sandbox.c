@@ -292,14 +292,49 @@ static int create_k(lua_State *L, int status, lua_KContext ctx) {
   return 1;
 }
 
+/* The option checks raise with luaL_error, which names the Lua line that
+** called the running C function: a bad option would read as a line of
+** lash's CLI or capability rather than as the caller's mistake. So they run
+** in a C function that C calls (check_create, check_existing), whose caller
+** has no line to name. */
+static int check_create(lua_State *L) {
+  /* 1 spec, 2 context -> fns, cfg, normalized spec */
+  const char *context = lua_touserdata(L, 2);
+  lua_settop(L, 1);
+  lash_sandbox_push_backend(L, lash_sandbox_opt_backend(L, 1));  /* 2 fns */
+  lash_sandbox_opt_check(L, 1, 2, LASH_SB_OPT_CREATE, context);     /* 3 cfg */
+  lash_sandbox_opt_spec(L, 1, 2);                                 /* 4 spec */
+  return 3;
+}
+
+static int check_existing(lua_State *L) {
+  /* 1 id or nil, 2 options or nil, 3 context -> fns, cfg */
+  const char *context = lua_touserdata(L, 3);
+  int opts = lua_isnil(L, 2) ? 0 : 2;
+  lua_settop(L, 2);
+  if (!lua_isnil(L, 1) &&
+      !*lash_sandbox_opt_cstring(L, 1, "sandbox id"))
+    luaL_error(L, "%s: the sandbox id is empty", context);
+  lash_sandbox_push_backend(L, lash_sandbox_opt_backend(L, opts));  /* 3 */
+  lash_sandbox_opt_check(L, opts, 3, LASH_SB_OPT_EXISTING, context);  /* 4 */
+  return 2;
+}
+
+static void call_check(lua_State *L, lua_CFunction check, int id, int opts,
+                       const char *context, int nresults) {
+  lua_pushcfunction(L, check);
+  if (check == check_existing) {
+    if (id) lua_pushvalue(L, id); else lua_pushnil(L);
+  }
+  if (opts) lua_pushvalue(L, opts); else lua_pushnil(L);
+  lua_pushlightuserdata(L, (void *)context);
+  lua_call(L, check == check_existing ? 3 : 2, nresults);
+}
+
 int lash_sandbox_create(lua_State *L, int mode, const char *context) {
-  const char *name;
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  name = lash_sandbox_opt_backend(L, 1);
-  lash_sandbox_push_backend(L, name);                          /* 2 fns */
-  lash_sandbox_opt_check(L, 1, 2, LASH_SB_OPT_CREATE, context);    /* 3 cfg */
-  lash_sandbox_opt_spec(L, 1, 2);                        /* 4 spec */
+  call_check(L, check_create, 0, 1, context, 3);   /* 2 fns, 3 cfg, 4 spec */
   /* a sandbox this object will destroy ends with this process (or sooner):
   ** the backend may skip what only a sandbox that outlives it needs, such
   ** as syncing its records to disk; detach asks it to persist them first */
@@ -315,12 +350,8 @@ int lash_sandbox_create(lua_State *L, int mode, const char *context) {
 /* Wrap an existing id (at idx) with options at opts (0: none). */
 int lash_sandbox_wrap(lua_State *L, int idx, int opts, int mode,
                          const char *context) {
-  const char *name, *id;
-  id = lash_sandbox_opt_cstring(L, idx, "sandbox id");
-  if (!*id) luaL_error(L, "%s: the sandbox id is empty", context);
-  name = lash_sandbox_opt_backend(L, opts);
-  lash_sandbox_push_backend(L, name);
-  lash_sandbox_opt_check(L, opts, lua_gettop(L), LASH_SB_OPT_EXISTING, context);
+  idx = lua_absindex(L, idx);
+  call_check(L, check_existing, idx, opts, context, 2);   /* fns, cfg */
   push_object(L, -2, -1, idx, mode, 0);
   return 1;
 }
@@ -328,18 +359,18 @@ int lash_sandbox_wrap(lua_State *L, int idx, int opts, int mode,
 /* Module-level operations that need only a backend: list, gc, probe. */
 int lash_sandbox_backend_call(lua_State *L, const char *slot, const char *what) {
   int opts = 0;
-  const char *name;
   if (!lua_isnoneornil(L, 1)) {
     luaL_checktype(L, 1, LUA_TTABLE);
     opts = 1;
   }
   lua_settop(L, 1);
-  name = lash_sandbox_opt_backend(L, opts);
-  lash_sandbox_push_backend(L, name);                                  /* 2 */
-  lash_sandbox_opt_check(L, opts, 2, LASH_SB_OPT_EXISTING, what);          /* 3 */
-  if (lua_getfield(L, 2, slot) != LUA_TFUNCTION)
+  call_check(L, check_existing, 0, opts, what, 2);                /* 2, 3 */
+  if (lua_getfield(L, 2, slot) != LUA_TFUNCTION) {
+    lua_getfield(L, 2, "name");
     return lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported",
-                              "the %s backend cannot %s", name, what);
+                              "the %s backend cannot %s", lua_tostring(L, -1),
+                              what);
+  }
   lua_pushvalue(L, 3);
   lua_callk(L, 1, LUA_MULTRET, 3, lash_sandbox_finish_k);
   return lash_sandbox_finish_k(L, LUA_OK, 3);

@@ -150,6 +150,8 @@ check "an unknown snapshot is refused, saying where snapshots come from (1)" \
 sb create --idle-timeout 60 >/dev/null 2>"$work/err"; rc=$?
 check "the local backend refuses --idle-timeout it cannot enforce" \
   test "$rc" = 2 -a -n "$(grep 'cannot enforce idle_timeout' "$work/err")"
+check "an option error names no line of lash's own Lua" \
+  test -z "$(grep -E '\.lua:[0-9]+:' "$work/err")"
 sb create --gpu a10g >/dev/null 2>"$work/err"; rc=$?
 check "a Modal-only option is refused on the local backend, naming it" \
   test "$rc" = 2 -a -n "$(grep 'does not take the option gpu' "$work/err")"
