@@ -1245,6 +1245,15 @@ function Agent:start(prompt, opts)
   return runtime.spawn(execute, run)
 end
 
+--- Run in the calling task, without a task of its own (a sub-agent's run
+-- inside the tool call that starts it: cancelling that call's task ends
+-- it). Raises as `run` does.
+-- @treturn table the result, as `run`'s
+function Agent:run_inline(prompt, opts)
+  if not runtime.current() then error("agent:run_inline: call it inside a task (agent:run waits from anywhere)", 2) end
+  return execute(new_run(self, prompt, opts))
+end
+
 --- Run and wait for the result.
 -- @treturn table `{output=, messages=, usage=, stop_reason=, pending=, run_id=}`
 -- @raise a typed error when the run fails (see the module doc)

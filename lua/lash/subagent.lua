@@ -32,10 +32,12 @@
 -- (`part.subagent = {agent, run_id, stop_reason, usage, messages}`), so a
 -- saved session holds it.
 --
--- The target of as_tool is anything with `name` and `start(prompt, opts)`
--- returning a task whose join gives `{output=, usage=, messages=,
--- stop_reason=, run_id=}`: a lash.agent, or an adapter for an agent lash
--- does not run itself.
+-- A lash.agent runs in the tool call's own task (agent:run_inline), so a
+-- child costs what a top-level run costs. The target of as_tool may also
+-- be anything else with `name` and `start(prompt, opts)` returning a task
+-- whose join gives `{output=, usage=, messages=, stop_reason=, run_id=}`
+-- (an adapter for an agent lash does not run itself); cancelling the call
+-- cancels that task.
 -- @module lash.subagent
 local runtime = require "lash.runtime"
 local json = require "lash.json"
@@ -91,11 +93,13 @@ function M.check_depth(parent)
   return depth
 end
 
---- The run-level hooks of `parent` and the runs above it, nearest first.
+--- The run-level hooks of `parent` and the runs above it, nearest first
+-- (nil when there are none).
 function M.inherited_hooks(parent)
-  local out = {}
-  if parent.opts and parent.opts.hooks then out[1] = parent.opts.hooks end
-  for _, h in ipairs(parent.inherited_hooks or {}) do out[#out + 1] = h end
+  local own, above = parent.opts and parent.opts.hooks, parent.inherited_hooks
+  if not own then return above end
+  local out = { own }
+  for _, h in ipairs(above or {}) do out[#out + 1] = h end
   return out
 end
 
@@ -187,7 +191,7 @@ end
 -- cleanup function.
 local function child_sandbox(parent, mode, child)
   local sb, pcap = parent_sandbox(parent)
-  if sb == nil or mode == false then return {}, nil end
+  if sb == nil or mode == false then return nil, nil end
   local use, close_after = sb, nil
   if mode == "fork" then
     local snap = sb:snapshot()
@@ -319,22 +323,35 @@ function M.as_tool(target, opts, level)
     if parent then
       local extra
       extra, cleanup = child_sandbox(parent, conf.share, target)
-      child_opts.sandbox_for, child_opts.capabilities = extra.sandbox_for, extra.capabilities
+      if extra then child_opts.sandbox_for, child_opts.capabilities = extra.sandbox_for, extra.capabilities end
     end
-    local ok, task = pcall(target.start, target, prompt, child_opts)
-    if not ok then
+    local done, res
+    if type(target.run_inline) == "function" then
+      -- a lash agent runs in this call's own task: no task of its own, and
+      -- cancelling the call ends it
+      done, res = pcall(target.run_inline, target, prompt, child_opts)
       if cleanup then cleanup() end
-      error(task, 0)
-    end
-    local wok, done, res = pcall(task.wait, task)
-    if not wok then
-      -- this call was cancelled (the parent, a timeout): so is the child
-      task:cancel()
-      pcall(task.wait, task)
+      if not done and type(res) ~= "table" then error(res, 0) end
+      if not done and res.messages == nil and not runtime.is_error(res, "cancelled") then
+        error(res, 0)  -- refused before it ran (max_depth, bad options)
+      end
+    else
+      local ok, task = pcall(target.start, target, prompt, child_opts)
+      if not ok then
+        if cleanup then cleanup() end
+        error(task, 0)
+      end
+      local wok
+      wok, done, res = pcall(task.wait, task)
+      if not wok then
+        -- this call was cancelled (the parent, a timeout): so is the child
+        task:cancel()
+        pcall(task.wait, task)
+        if cleanup then cleanup() end
+        error(done, 0)
+      end
       if cleanup then cleanup() end
-      error(done, 0)
     end
-    if cleanup then cleanup() end
     if type(res) == "table" and parent and ctx.tool_call_id then
       local rec = parent.subagent_records or {}
       parent.subagent_records = rec
