@@ -41,7 +41,7 @@ LUA_SRC   := $(shell find lua/lash -name '*.lua')
 LUAC_OUT  := $(LUA_SRC:lua/%.lua=$(BUILD)/luac/%.luac)
 TEST_SRC  := $(wildcard tests/unit/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-HDRS      := $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)) tests/unit/t.h
+HDRS      := $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)) src/5-backend/local/prim/jaild/sandbox_jaild.h tests/unit/t.h
 
 # The self-contained library carries its own Lua 5.4 (vendor/lua: Debian's
 # 5.4.4 source, compiled PIC and hidden; Debian's liblua5.4.a is not PIC)
@@ -69,7 +69,7 @@ $(BUILD)/obj/%.o: src/%.c $(HDRS)
 # The supervisor inside each local sandbox's jail: static (the jail's
 # rootfs may be any tree), never sanitized (it runs in the jail, not in
 # lash), embedded in the library (src/5-backend/local/prim/jaild/blob.S).
-$(BUILD)/jaild/lash-jaild: src/5-backend/local/prim/jaild/jaild.c src/5-backend/local/prim/sandbox_jaild.h
+$(BUILD)/jaild/lash-jaild: src/5-backend/local/prim/jaild/jaild.c src/5-backend/local/prim/jaild/sandbox_jaild.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE $(INCS) -static -s -o $@ src/5-backend/local/prim/jaild/jaild.c
 
