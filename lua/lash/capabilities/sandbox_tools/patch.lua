@@ -146,7 +146,7 @@ local function parse_chunk(lines, i, last, first_chunk)
     return fail(i, "Expected update hunk to start with a @@ context marker, got: '" .. l .. "'")
   end
   if i > last then return fail(i, "Update hunk does not contain any lines") end
-  local chunk = { context = context, old = {}, new = {}, eof = false, line = i }
+  local chunk = { context = context, old = {}, new = {}, kinds = {}, eof = false, line = i }
   local n = 0
   while i <= last do
     l = lines[i]
@@ -159,12 +159,16 @@ local function parse_chunk(lines, i, last, first_chunk)
     local c = l:sub(1, 1)
     if c == "" then
       chunk.old[#chunk.old + 1], chunk.new[#chunk.new + 1] = "", ""
+      chunk.kinds[#chunk.kinds + 1] = " "
     elseif c == " " then
       chunk.old[#chunk.old + 1], chunk.new[#chunk.new + 1] = l:sub(2), l:sub(2)
+      chunk.kinds[#chunk.kinds + 1] = " "
     elseif c == "+" then
       chunk.new[#chunk.new + 1] = l:sub(2)
+      chunk.kinds[#chunk.kinds + 1] = "+"
     elseif c == "-" then
       chunk.old[#chunk.old + 1] = l:sub(2)
+      chunk.kinds[#chunk.kinds + 1] = "-"
     else
       if n == 0 then
         return fail(i, "Unexpected line found in update hunk: '" .. l .. "'. Every line should start with ' ' "
@@ -351,8 +355,8 @@ local function parse_unified(patch)
       end
       f.has_header = true
       local old, new = diff_path(l:sub(5)), diff_path(lines[i + 1]:sub(5))
-      if old and new and old:sub(1, 2) == "a/" and new:sub(1, 2) == "b/" then
-        old, new = old:sub(3), new:sub(3)
+      if (old == nil or old:sub(1, 2) == "a/") and (new == nil or new:sub(1, 2) == "b/") then
+        old, new = strip_ab(old, "a"), strip_ab(new, "b")
       elseif f.git_old or f.git_new then
         old, new = strip_ab(old, "a"), strip_ab(new, "b")
       end
@@ -394,6 +398,10 @@ local function parse_unified(patch)
       ops[#ops + 1] = { op = "uadd", path = new, hunks = fl.hunks, line = fl.line }
     elseif (fl.new_null or fl.deleted_file) and old then
       ops[#ops + 1] = { op = "udelete", path = old, hunks = fl.hunks, line = fl.line }
+    elseif old and new and #fl.hunks > 0 and fl.hunks[1].old_start == 0 and fl.hunks[1].old_count == 0
+        and #fl.hunks == 1 and not fl.git_old then
+      -- diff -N shows a new file as a change from an empty one
+      ops[#ops + 1] = { op = "uadd", path = new, hunks = fl.hunks, line = fl.line, maybe_empty = true }
     elseif old and new then
       if #fl.hunks > 0 or old ~= new then
         ops[#ops + 1] = { op = "uupdate", path = old, move_to = old ~= new and new or nil, hunks = fl.hunks,
@@ -478,11 +486,12 @@ local function codex_replacements(lines, chunks)
     if #ch.old == 0 then
       reps[#reps + 1] = { #lines + 1, 0, ch.new }
     else
-      local pattern, new = ch.old, ch.new
+      local pattern, new, kinds = ch.old, ch.new, ch.kinds
       local found = seek(lines, pattern, at, ch.eof)
       if not found and pattern[#pattern] == "" then
         pattern = { table.unpack(pattern, 1, #pattern - 1) }
         if new[#new] == "" then new = { table.unpack(new, 1, #new - 1) } end
+        kinds = { table.unpack(kinds, 1, #kinds - 1) }
         found = seek(lines, pattern, at, ch.eof)
       end
       if not found then
@@ -492,7 +501,7 @@ local function codex_replacements(lines, chunks)
         return nil, ch.line, "could not find these lines" .. (ch.eof and " at the end of the file" or "")
           .. (at > 1 and (" after line " .. (at - 1)) or "") .. ":\n" .. table.concat(shown, "\n")
       end
-      reps[#reps + 1] = { found, #pattern, new }
+      reps[#reps + 1] = { found, #pattern, new, kinds }
       at = found + #pattern
     end
   end
@@ -507,7 +516,24 @@ local function codex_update(lines, ends, preferred, chunks)
   for _, r in ipairs(reps) do
     if r[1] < src then return nil, nil, "two hunks change the same lines" end
     for k = src, r[1] - 1 do out_l[#out_l + 1], out_e[#out_e + 1] = lines[k], ends[k] end
-    for _, nl in ipairs(r[3]) do out_l[#out_l + 1], out_e[#out_e + 1] = nl, preferred end
+    if r[4] then
+      -- context lines stay as the file has them (a loose match changes
+      -- nothing it only matched); added lines take the file's ending
+      local k, n = r[1], 1
+      for _, kind in ipairs(r[4]) do
+        if kind == " " then
+          out_l[#out_l + 1], out_e[#out_e + 1] = lines[k], ends[k]
+          k, n = k + 1, n + 1
+        elseif kind == "-" then
+          k = k + 1
+        else
+          out_l[#out_l + 1], out_e[#out_e + 1] = r[3][n], preferred
+          n = n + 1
+        end
+      end
+    else
+      for _, nl in ipairs(r[3]) do out_l[#out_l + 1], out_e[#out_e + 1] = nl, preferred end
+    end
     src = r[1] + r[2]
   end
   for k = src, #lines do out_l[#out_l + 1], out_e[#out_e + 1] = lines[k], ends[k] end
@@ -528,13 +554,20 @@ local function unified_update(lines, ends, preferred, hunks)
     end
     local want = h.old_count == 0 and (h.old_start + 1) or h.old_start
     want = math.max(src, want + offset)
+    -- git apply's anchors: a hunk starting at line 0 or 1 must match at
+    -- the top, one without trailing context at the bottom
+    local trailing = 0
+    for k = #h.body, 1, -1 do
+      if h.body[k][1] ~= " " then break end
+      trailing = trailing + 1
+    end
+    local at_top, at_end = h.old_start <= 1, trailing == 0
     local found
     for _, same in ipairs { function(a, b) return a == b end, function(a, b) return rtrim(a) == rtrim(b) end } do
       local best
-      if #old == 0 then best = math.min(want, #lines + 1) end
-      for i = src, best and -1 or (#lines - #old + 1) do
-        local ok = true
-        for j = 1, #old do
+      for i = src, #lines - #old + 1 do
+        local ok = (not at_top or i == 1) and (not at_end or i + #old - 1 == #lines)
+        for j = 1, ok and #old or 0 do
           if not same(lines[i + j - 1], old[j]) then ok = false break end
         end
         if ok and (not best or math.abs(i - want) < math.abs(best - want)) then best = i end
@@ -614,7 +647,7 @@ function M.plan(parsed, fs)
   for _, op in ipairs(parsed.ops) do
     if op.op == "add" or op.op == "uadd" then
       local e = ov:get(op.path)
-      if op.op == "uadd" and e.exists then
+      if op.op == "uadd" and e.exists and not (op.maybe_empty and e.data == "") then
         return err(op, "it already exists; the diff creates it from /dev/null. Patch it with a diff against its "
           .. "current contents instead")
       end
@@ -626,6 +659,21 @@ function M.plan(parsed, fs)
       local e = ov:get(op.path)
       local ok, why = readable(op, e, "delete")
       if not ok then return err(op, "cannot delete it: " .. why) end
+      if op.hunks and #op.hunks > 0 then
+        -- as git apply: a diff deleting a file must show all of it
+        local t = text.decode(e.data)
+        local have = t and text.split(t) or {}
+        local want = {}
+        for _, h in ipairs(op.hunks) do
+          for _, b in ipairs(h.body) do if b[1] ~= "+" then want[#want + 1] = b[2] end end
+        end
+        local same = #have == #want
+        for k = 1, same and #want or 0 do if have[k] ~= want[k] then same = false break end end
+        if not same then
+          return err(op, "cannot delete it: the diff removes lines that are not what the file holds; read the "
+            .. "file and diff against its contents, or use apply_patch's '*** Delete File:'", op.hunks[1].line)
+        end
+      end
       e.exists, e.data = false, nil
       summary[#summary + 1] = { "D", op.path }
     else
