@@ -5,9 +5,12 @@
 -- (CRLF and mixed endings, typographic punctuation, a file touched twice).
 -- Each case: files before, the patch, and whether it applies. The
 -- differential test runs each through lash and through Codex's binary and
--- compares the trees; the spec checks lash alone.
+-- compares the trees; the spec checks lash alone. A case marked
+-- `codex_refuses` is one lash takes on purpose and Codex's parser refuses.
 local C = {}
-local function case(name, files, patch, ok) C[#C + 1] = { name = name, files = files, patch = patch, ok = ok } end
+local function case(name, files, patch, ok, extra)
+  C[#C + 1] = { name = name, files = files, patch = patch, ok = ok, codex_refuses = extra == "codex_refuses" }
+end
 
 case("add a file", {}, "*** Begin Patch\n*** Add File: notes.md\n+# Notes\n+\n+first\n*** End Patch\n", true)
 case("add, delete and update in one patch", { ["gone.txt"] = "bye\n", ["keep.txt"] = "one\ntwo\nthree\n" },
@@ -70,7 +73,8 @@ case("a file added then updated", {},
 case("@@ jumps past an earlier match", { ["c.py"] = "def a():\n    return 0\n\ndef b():\n    return 0\n" },
   "*** Begin Patch\n*** Update File: c.py\n@@ def b():\n-    return 0\n+    return 1\n*** End Patch", true)
 case("two @@ lines narrow it down", { ["k.py"] = "class A:\n  def f():\n    x\nclass B:\n  def f():\n    x\n" },
-  "*** Begin Patch\n*** Update File: k.py\n@@ class B:\n@@   def f():\n-    x\n+    y\n*** End Patch", true)
+  "*** Begin Patch\n*** Update File: k.py\n@@ class B:\n@@   def f():\n-    x\n+    y\n*** End Patch", true,
+  "codex_refuses")
 case("a first chunk without @@", { ["g.py"] = "import os\nprint(1)\n" },
   "*** Begin Patch\n*** Update File: g.py\n import os\n+import sys\n print(1)\n*** End Patch", true)
 case("blank lines between chunks", { ["b.txt"] = "1\n2\n3\n4\n5\n" },

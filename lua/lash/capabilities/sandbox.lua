@@ -334,7 +334,7 @@ function M.new(opts)
   if not ok then fail(tostring(info):gsub("^unknown", "backend: unknown", 1) .. ".") end
   local pass, create = check_backend_options(o, given, info)
   check_types(o)
-  o.tools = sandbox_tools.check(o.tools)
+  if o.tools ~= nil then o.tools = sandbox_tools.check(o.tools) end
   if is_sandbox_object(o.session) and given.backend ~= nil and o.session.backend ~= backend then
     fail("backend " .. fmt.quote(backend) .. " does not match the session's backend "
       .. fmt.quote(o.session.backend) .. "; leave backend out with a session.")

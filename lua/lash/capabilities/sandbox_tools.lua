@@ -36,7 +36,8 @@ for _, n in ipairs(M.NAMES) do KNOWN[n] = true end
 function M.check(list)
   if list == nil then return {} end
   if type(list) ~= "table" then
-    return nil, "tools must be a list of tool names (" .. table.concat(M.NAMES, ", ") .. "), got a " .. type(list) .. "."
+    return nil, "tools must be a list of tool names (" .. table.concat(M.NAMES, ", ") .. "), got a " .. type(list)
+      .. "."
   end
   local out, seen = {}, {}
   local n = 0
@@ -193,8 +194,8 @@ local function edit_file(run, args)
     if not runtime.output.is_utf8(new) then return nil, fmt.NOT_ENCODABLE end
     local okw, e = pcall(sb.write_file, sb, path, new)
     if not okw then return run:failure(e, "Could not write " .. fmt.quote(args.path) .. ": ") end
-    return "Created " .. fmt.quote(args.path) .. " (" .. select(2, new:gsub("\n", "")) + (new:sub(-1) == "\n" and 0 or 1)
-      .. " lines)."
+    local n = select(2, new:gsub("\n", "")) + ((new == "" or new:sub(-1) == "\n") and 0 or 1)
+    return "Created " .. fmt.quote(args.path) .. " (" .. n .. " line" .. (n == 1 and "" or "s") .. ")."
   end
   local data, rerr = read_text(run, sb, path, args.path)
   if not data then return nil, rerr end
@@ -267,7 +268,11 @@ local function apply_patch(run, args)
   for _, c in ipairs(plan.changes) do if not c.exists then order[#order + 1] = c end end
   for _, c in ipairs(order) do
     local okc, e
-    if c.exists then okc, e = pcall(sb.write_file, sb, c.path, c.data) else okc, e = pcall(remove, sb, c.path, timeout) end
+    if c.exists then
+      okc, e = pcall(sb.write_file, sb, c.path, c.data)
+    else
+      okc, e = pcall(remove, sb, c.path, timeout)
+    end
     if not okc then
       undo()
       if type(e) == "table" and e.terminal then return run:failure(e) end
@@ -289,7 +294,8 @@ end
 local function search_ctx(run, max_results)
   local sb = run:sandbox()
   local o = run.opts
-  local deadline = run:deadline(math.min(M.DEFAULTS.search_timeout, o.default_command_timeout or M.DEFAULTS.search_timeout))
+  local wanted = math.min(M.DEFAULTS.search_timeout, o.default_command_timeout or M.DEFAULTS.search_timeout)
+  local deadline = run:deadline(wanted)
   return {
     exec = function(argv, eo) return sb:exec(argv, eo) end,
     timeout = deadline,

@@ -183,9 +183,10 @@ function M.gitignore_rules(text)
 end
 
 --- The verdict of one set of rules (from one .gitignore) for a path
--- relative to that file's directory: true ignored, false re-included
--- (a `!` rule), nil no rule matched. The last matching rule wins.
-function M.gitignore_verdict(rules, rel, parts, is_dir)
+-- relative to that file's directory, given as its segments: true
+-- ignored, false re-included (a `!` rule), nil no rule matched. The last
+-- matching rule wins.
+function M.gitignore_verdict(rules, parts, is_dir)
   for i = #rules, 1, -1 do
     local r = rules[i]
     if not r.dir_only or is_dir then

@@ -140,8 +140,14 @@ local function parse_chunk(lines, i, last, first_chunk)
   if l == "@@" then
     i = i + 1
   elseif l:sub(1, 3) == "@@ " then
-    context = l:sub(4)
+    context = { l:sub(4) }
     i = i + 1
+    -- more `@@ text` lines narrow it down further, as Codex's instructions
+    -- describe (Codex's own parser refuses this; lash takes it)
+    while i <= last and lines[i]:sub(1, 3) == "@@ " do
+      context[#context + 1] = lines[i]:sub(4)
+      i = i + 1
+    end
   elseif not first_chunk then
     return fail(i, "Expected update hunk to start with a @@ context marker, got: '" .. l .. "'")
   end
@@ -301,7 +307,8 @@ local function parse_hunk(lines, i, f)
   while i <= #lines and (orem > 0 or nrem > 0) do
     l = lines[i]
     local c = l:sub(1, 1)
-    if l:sub(1, 3) == "@@ " or l:sub(1, 5) == "diff " or (l:sub(1, 4) == "--- " and (lines[i + 1] or ""):sub(1, 4) == "+++ ") then
+    local file_header = l:sub(1, 4) == "--- " and (lines[i + 1] or ""):sub(1, 4) == "+++ "
+    if l:sub(1, 3) == "@@ " or l:sub(1, 5) == "diff " or file_header then
       break
     elseif c == " " or l == "" then
       h.body[#h.body + 1] = { " ", l:sub(2) }
@@ -476,10 +483,11 @@ end
 local function codex_replacements(lines, chunks)
   local reps, at = {}, 1
   for _, ch in ipairs(chunks) do
-    if ch.context then
-      local idx = seek(lines, { ch.context }, at, false)
+    for k, c in ipairs(ch.context or {}) do
+      local idx = seek(lines, { c }, at, false)
       if not idx then
-        return nil, ch.line - 1, "could not find the context line '@@ " .. ch.context .. "'"
+        return nil, ch.line - #ch.context + k - 1, "could not find the context line '@@ " .. c .. "'"
+          .. (at > 1 and (" after line " .. (at - 1)) or "")
       end
       at = idx + 1
     end
@@ -632,17 +640,12 @@ function M.plan(parsed, fs)
   local function err(op, msg, line)
     return nil, { path = op.path, message = msg, line = line or op.line }
   end
-  local function readable(op, e, verb)
+  local function readable(e, verb)
     if e.exists then return true end
     local why = e.why
     if why == "is_dir" then return false, "it is a directory, not a file; " .. verb .. " files only" end
     if e.orig_exists or why == "not_found" or why == nil then return false, "no such file" end
     return false, why
-  end
-  local function decode(op, e)
-    local t, enc = text.decode(e.data)
-    if not t then return nil, enc end
-    return t, enc
   end
   for _, op in ipairs(parsed.ops) do
     if op.op == "add" or op.op == "uadd" then
@@ -657,7 +660,7 @@ function M.plan(parsed, fs)
       summary[#summary + 1] = { "A", op.path }
     elseif op.op == "delete" or op.op == "udelete" then
       local e = ov:get(op.path)
-      local ok, why = readable(op, e, "delete")
+      local ok, why = readable(e, "delete")
       if not ok then return err(op, "cannot delete it: " .. why) end
       if op.hunks and #op.hunks > 0 then
         -- as git apply: a diff deleting a file must show all of it
@@ -678,18 +681,18 @@ function M.plan(parsed, fs)
       summary[#summary + 1] = { "D", op.path }
     else
       local e = ov:get(op.path)
-      local ok, why = readable(op, e, "update")
+      local ok, why = readable(e, "update")
       if not ok then return err(op, "cannot update it: " .. why) end
-      local t, enc = decode(op, e)
+      local t, enc = text.decode(e.data)
       if not t then return err(op, "cannot update it: " .. enc) end
       local lines, ends, preferred = text.split(t)
-      local nl, ne, line
+      local nl, ne, fail_why
       if op.op == "update" then
-        nl, ne, line = codex_update(lines, ends, preferred, op.chunks)
+        nl, ne, fail_why = codex_update(lines, ends, preferred, op.chunks)
       else
-        nl, ne, line = unified_update(lines, ends, preferred, op.hunks)
+        nl, ne, fail_why = unified_update(lines, ends, preferred, op.hunks)
       end
-      if not nl then return err(op, ne, line) end
+      if not nl then return err(op, fail_why, ne) end
       local bytes, bad = encode_lines(nl, ne, enc or UTF8)
       if not bytes then return err(op, bad) end
       if op.move_to then

@@ -7,6 +7,7 @@
 -- @module lash.capabilities.sandbox_tools.search
 local globber = require "lash.capabilities.sandbox_tools.globber"
 local runtime = require "lash.runtime"
+local fmt_quote = require("lash.capabilities.sandbox_format").quote
 
 local M = {}
 
@@ -67,9 +68,6 @@ local function sh(script, ...)
   return { "sh", "-c", script, "sh", ... }
 end
 
-local function fmt_quote(s)
-  return "'" .. s:gsub("\\", "\\\\"):gsub("'", "\\'") .. "'"
-end
 
 --- List the tree under `root` (a path as the model gave it), dropping what
 -- .gitignore files ignore. Returns the kept entries, sorted by path:
@@ -176,24 +174,22 @@ function M.list(ctx, root)
     if ignored_dirs[parent] then
       ig = true
     else
-      local parts = globber.split(e.rel)
       local is_dir = e.kind == "d"
       for _, w in ipairs(tree) do
         local d = w.dir
         if d == "" or e.rel:sub(1, #d + 1) == d .. "/" then
           local sub = d == "" and e.rel or e.rel:sub(#d + 2)
-          local v = globber.gitignore_verdict(w.rules, sub, globber.split(sub), is_dir)
+          local v = globber.gitignore_verdict(w.rules, globber.split(sub), is_dir)
           if v ~= nil then ig = v break end
         end
       end
       if ig == nil then
         for _, w in ipairs(anc) do
           local sub = w.under == "" and e.rel or (w.under .. "/" .. e.rel)
-          local v = globber.gitignore_verdict(w.rules, sub, globber.split(sub), is_dir)
+          local v = globber.gitignore_verdict(w.rules, globber.split(sub), is_dir)
           if v ~= nil then ig = v break end
         end
       end
-      local _ = parts
     end
     if ig then
       if e.kind == "d" then ignored_dirs[e.rel] = true end
@@ -257,8 +253,8 @@ function M.grep(ctx, args)
     end
   end
   if #files == 0 then
-    return "No files to search under " .. fmt_quote(root) .. (args.glob and (" matching " .. fmt_quote(args.glob)) or "")
-      .. "."
+    return "No files to search under " .. fmt_quote(root)
+      .. (args.glob and (" matching " .. fmt_quote(args.glob)) or "") .. "."
   end
   local max = args.max_results or ctx.max_results
   local context = args.context or 0
@@ -309,13 +305,15 @@ function M.grep(ctx, args)
   end
   while out[#out] == "--" do out[#out] = nil end
   if matches == 0 and not r.timed_out then
-    local msg = "No matches for " .. fmt_quote(args.pattern) .. " in " .. #files .. " file" .. (#files == 1 and "" or "s")
+    local msg = "No matches for " .. fmt_quote(args.pattern) .. " in " .. #files .. " file"
+      .. (#files == 1 and "" or "s")
       .. " under " .. fmt_quote(root) .. "."
     if #note > 0 then msg = msg .. "\n" .. table.concat(note, "\n") end
     return msg
   end
   local body = table.concat(out, "\n")
-  local cut = runtime.output.truncate(body, { max_lines = ctx.max_lines, max_bytes = ctx.max_bytes, direction = "head" })
+  local cut = runtime.output.truncate(body, { max_lines = ctx.max_lines, max_bytes = ctx.max_bytes,
+                                              direction = "head" })
   if more then
     note[#note + 1] = "[Showing the first " .. max .. " matches; there are more. Narrow the pattern, the path or the "
       .. "glob, or raise max_results.]"
