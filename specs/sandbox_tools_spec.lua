@@ -56,6 +56,14 @@ describe("the tools option", function()
     assert.same({ "edit_file", "apply_patch", "glob", "grep" }, cap.opts.tools)
   end)
 
+  it("adds one sentence to the default instructions, naming the tools as exposed", function()
+    local plain = lash.render(lash.sandbox_capability {}:get_instructions()[1], { tools = {} })
+    local cap = lash.sandbox_capability { tools = { "grep", "edit_file" } }
+    local got = lash.render(cap:get_instructions()[1], { tools = { edit_file = "sb_edit_file" } })
+    assert.equal(plain .. " Change files with `sb_edit_file` rather than rewriting them whole, and find files and "
+      .. "text with `grep` rather than shell commands.", got)
+  end)
+
   it("gives each tool a closed schema", function()
     for _, n in ipairs(tools.NAMES) do
       assert.is_false(tools.PARAMETERS[n].additionalProperties, n)

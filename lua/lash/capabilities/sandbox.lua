@@ -387,7 +387,7 @@ function M.instructions_of(cap)
   return { fmt.instructions {
     backend = cap.backend, reused = cap.mode ~= "owned",
     default_timeout = fmt.deadline(o.default_command_timeout, cap.ceiling), max_timeout = cap.ceiling,
-  } }
+  } .. sandbox_tools.instructions(o.tools or {}) }
 end
 
 --- A copy with some options changed (checked again, as at construction).

@@ -66,6 +66,28 @@ function M.check(list)
   return out
 end
 
+--- The sentence the default instructions gain for the extra tools ("" for
+-- none): which to prefer to shell commands.
+function M.instructions(names)
+  if #names == 0 then return "" end
+  local have = {}
+  for _, n in ipairs(names) do have[n] = true end
+  local function t(name) return "`{{ tools." .. name .. " or \"" .. name .. "\" }}`" end
+  local parts = {}
+  local edits = {}
+  if have.edit_file then edits[#edits + 1] = t("edit_file") end
+  if have.apply_patch then edits[#edits + 1] = t("apply_patch") end
+  if #edits > 0 then parts[#parts + 1] = "change files with " .. table.concat(edits, " or ") .. " rather than "
+    .. "rewriting them whole" end
+  local finds = {}
+  if have.glob then finds[#finds + 1] = t("glob") end
+  if have.grep then finds[#finds + 1] = t("grep") end
+  if #finds > 0 then parts[#parts + 1] = "find files and text with " .. table.concat(finds, " and ")
+    .. " rather than shell commands" end
+  local s = table.concat(parts, ", and ")
+  return " " .. s:sub(1, 1):upper() .. s:sub(2) .. "."
+end
+
 local null = json.null
 local function opt(v)
   if v == null then return nil end
