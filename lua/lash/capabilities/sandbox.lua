@@ -237,14 +237,15 @@ end
 
 local CEILING_HINT = " To raise the per-command timeout ceiling on a reused sandbox, set `max_command_timeout`."
 
--- "workdir applies only when...", "env, image apply only when...": the
--- names of creation-only options given to an attach, as a sentence.
+-- "env, image only apply when...": the names of creation-only options
+-- given to an attach, in the reference's words (one name or several).
 local function creation_only(names)
-  return table.concat(names, ", ") .. (#names == 1 and " applies" or " apply")
-    .. " only when creating a sandbox"
+  return table.concat(names, ", ") .. " only apply when creating a sandbox"
 end
 
-local function check_modes(given, create)
+-- The creation-only options in `given`, in the order messages name them
+-- (`create`: the backend's own create options, as a set).
+local function creation_given(given, create)
   local creation = {}
   for _, k in ipairs(CREATION) do
     if given[k] ~= nil then creation[#creation + 1] = k end
@@ -255,6 +256,11 @@ local function check_modes(given, create)
   end
   table.sort(extra)
   for _, k in ipairs(extra) do creation[#creation + 1] = k end
+  return creation
+end
+
+local function check_modes(given, create)
+  local creation = creation_given(given, create)
   local hint = given.sandbox_timeout ~= nil and CEILING_HINT or ""
   if given.session ~= nil then
     local names = {}
@@ -349,7 +355,7 @@ function M.new(opts)
   end
   local self = setmetatable({
     name = M.NAME, backend = backend, mode = mode, claims = o.attach_to ~= nil, opts = o, given = given,
-    pass = pass, info = info,
+    pass = pass, info = info, create = create,
   }, Cap)
   -- built while an untrusted spec loads: its backend calls are checked
   if runtime.core.budget.active() then trust.mark(self) end
@@ -380,12 +386,14 @@ end
 
 --- A copy with some options changed (checked again, as at construction).
 -- @tparam table changes options to set (`false` removes an option)
-function Cap:with(changes)
+-- @tparam[opt] table drop names of options to remove
+function Cap:with(changes, drop)
   local o = {}
   for k, v in pairs(self.given) do o[k] = v end
   for k, v in pairs(changes) do
     if v == false and k ~= "create_app_if_missing" then o[k] = nil else o[k] = v end
   end
+  for _, k in ipairs(drop or {}) do o[k] = nil end
   local copy = M.new(o)
   if trust.is_marked(self) then trust.mark(copy) end
   return copy
@@ -798,8 +806,7 @@ local PARAMS = {
   list_directory = {
     type = "object",
     properties = {
-      path = { type = "string", default = ".", description = "Directory to list. Relative paths (including the "
-        .. "default `.`) are resolved against the working directory used by `run_command`." },
+      path = { type = "string", default = ".", description = fmt.LIST_PATH },
     },
     additionalProperties = false,
   },
@@ -867,14 +874,13 @@ function Run:list_directory(args)
   return fmt.listing(entries, { max_lines = self.opts.max_output_lines, max_bytes = self.opts.max_output_bytes })
 end
 
-local NOTE_BEFORE_ATTACH = "This sandbox was set up by an earlier step."
 
 --- The four tools of this run (built once the run is open, so that the
 -- attach note is fixed for the whole run).
 function Run:tools()
   if self.tool_list and self.tool_list_state == self.state then return self.tool_list end
   local run_desc = fmt.RUN_COMMAND
-  if self.cap.claims then run_desc = run_desc .. " " .. (self.note or NOTE_BEFORE_ATTACH) end
+  if self.cap.claims then run_desc = run_desc .. " " .. (self.note or fmt.NOTE_BEFORE_ATTACH) end
   local function handler(method)
     return function(_, args) return method(self, args) end
   end
@@ -899,6 +905,13 @@ end
 --- The options of the sandbox this capability would create for itself (a
 -- `lash.sandbox.session` made with them is what `shared_in` takes).
 -- @treturn table options for lash.sandbox.create / session
+--- The creation-only options this capability was given (sandbox_timeout,
+-- workdir, image, ...), in the order messages name them.
+-- @treturn {string,...}
+function Cap:creation_only()
+  return creation_given(self.given, self.create)
+end
+
 function Cap:creation_options()
   return backend_options(self, true)
 end
