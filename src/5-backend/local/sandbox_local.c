@@ -861,11 +861,13 @@ static int local_snapshot(lua_State *L) {
   lua_settop(L, 2);
   /* gone and expired sandboxes are refused as by every operation */
   const char *id = local_check_id(L, 2);
-  char snap[LSB_ID_LEN + 1], err[4 * LSB_PATH_MAX];
+  char snap[LSB_ID_LEN + 1], err[4 * LSB_PATH_MAX], warn[LSB_PATH_MAX + 256];
   int rc;
   local_load(L, 1, id, root, sizeof root, &box, &m, 0);
   (void)box;   /* its shared lock is held meanwhile */
-  rc = lsb_snapshot_take(root, id, snap, err, sizeof err);
+  rc = lsb_snapshot_take(root, id, snap, err, sizeof err, warn, sizeof warn);
+  if (warn[0])
+    lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "sandbox %s: %s", id, warn);
   if (rc == -ENOENT)
     return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "not_found",
                               "local sandbox %s is gone (destroyed, collected or never "

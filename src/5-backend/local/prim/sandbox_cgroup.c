@@ -117,6 +117,39 @@ static int find_mount(const char *ctrl, char *mnt, size_t mntsz, char *root,
   return found;
 }
 
+/* v1: the sandbox's freezer group (sandbox_freeze.c) lies at its pids
+** group's path relative to the freezer hierarchy's mount. */
+int lsb_cgroup_freezer_dir(const lsb_cgroup *cg, char *out, size_t outsz) {
+  char pids[LSB_PATH_MAX], fr[LSB_PATH_MAX], root[LSB_PATH_MAX];
+  size_t n;
+  if (cg->version != 1 || !find_mount("pids", pids, sizeof pids, root, sizeof root) ||
+      !find_mount("freezer", fr, sizeof fr, root, sizeof root))
+    return -ENOENT;
+  n = strlen(pids);
+  if (strncmp(cg->dir[0], pids, n) != 0 || cg->dir[0][n] != '/') return -ENOENT;
+  if ((size_t)snprintf(out, outsz, "%s%s", fr, cg->dir[0] + n) >= outsz)
+    return -ENAMETOOLONG;
+  return 0;
+}
+
+/* v1: a frozen process cannot die, so kill thaws its freezer group first,
+** and removal removes it */
+static void freezer_thaw(const lsb_cgroup *cg) {
+  char fdir[LSB_PATH_MAX];
+  if (lsb_cgroup_freezer_dir(cg, fdir, sizeof fdir) == 0)
+    write_str(fdir, "freezer.state", "THAWED");
+}
+
+static void freezer_remove(const lsb_cgroup *cg) {
+  char fdir[LSB_PATH_MAX];
+  int tries;
+  if (lsb_cgroup_freezer_dir(cg, fdir, sizeof fdir) != 0) return;
+  for (tries = 0; tries < 100; tries++) {
+    if (rmdir(fdir) == 0 || errno != EBUSY) return;
+    usleep(10000);
+  }
+}
+
 /* lash's own group in that hierarchy (from /proc/self/cgroup), relative
 ** to the mount's root. */
 static int own_path(const char *ctrl, const char *mroot, char *out,
@@ -479,8 +512,10 @@ static int kill_listed(const char *dir) {
 int lsb_cgroup_kill(const lsb_cgroup *cg) {
   int i, round, n = cg->version == 2 ? 1 : cg->version == 1 ? 2 : 0, killed = 0;
   if (!n) return 0;
-  /* no new processes, then kill until none is listed */
+  /* no new processes, then kill until none is listed (a v1-frozen
+  ** process cannot die: thawed first) */
   write_str(cg->dir[0], "pids.max", "0");
+  if (cg->version == 1) freezer_thaw(cg);
   if (cg->version == 2) write_str(cg->dir[0], "cgroup.kill", "1");
   for (round = 0; round < 200; round++) {
     int k = 0;
@@ -507,6 +542,7 @@ int lsb_cgroup_remove(const lsb_cgroup *cg) {
     }
     if (access(cg->dir[i], F_OK) == 0) rc = -EBUSY;
   }
+  if (cg->version == 1) freezer_remove(cg);
   return rc;
 }
 

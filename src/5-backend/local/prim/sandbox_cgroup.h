@@ -39,6 +39,10 @@ int  lsb_cgroup_open(const lsb_cgroup *cg, uint64_t pids, uint64_t memory,
 void lsb_cgroup_close(int fds[2]);
 /* In a forked child before exec: join the group. 0 or -1 (errno set). */
 int  lsb_cgroup_enter(const int fds[2]);
+/* v1: the sandbox's group in the freezer hierarchy (made only when a
+** snapshot freezes it; thawed by kill, removed with the group). 0, or
+** -ENOENT on v2, without a group or without a v1 freezer. */
+int  lsb_cgroup_freezer_dir(const lsb_cgroup *cg, char *out, size_t outsz);
 /* SIGKILL everything in the group (pids.max set to 0 first so nothing new
 ** starts). Returns the number of signals sent. */
 int  lsb_cgroup_kill(const lsb_cgroup *cg);

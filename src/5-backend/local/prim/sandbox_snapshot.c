@@ -1,28 +1,28 @@
 /*
 ** sandbox_snapshot.c: snapshots of local sandboxes (what the `snapshot`
 ** slot of the local backend takes, and what `create{from_snapshot = ...}`
-** starts from). A snapshot is a copy of a sandbox's workspace, taken with
-** `cp -a --reflink=auto` (copy-on-write where the filesystem can, a plain
-** copy elsewhere), kept under the state root as snapshots/<ls-id>, so it is
-** masked from every jail as the sandboxes are. It is written under a
-** temporary name and renamed into place, so a snapshot id always names a
-** complete copy. Restoring copies it into a new sandbox's workspace and
-** hands every file to that sandbox's uid. The copy runs as a child process
-** waited for in place: it blocks the loop for as long as the copy takes.
+** starts from). A snapshot is a copy of a sandbox's workspace kept under the state
+** root as snapshots/<ls-id>, so it is masked from every jail as the
+** sandboxes are. The workspace belongs to the sandbox and its commands may
+** still run, so the copy is taken with the sandbox frozen (the cgroup
+** freezer, where it has a group) and through descriptors that never follow
+** a link the sandbox wrote (sandbox_copy.c): a directory swapped for a
+** symlink to a host directory mid-copy is skipped, never entered. It is
+** written under a temporary name and renamed into place, so a snapshot id
+** always names a complete copy. Restoring copies it the same way into a new
+** sandbox's workspace, every file given to that sandbox's uid. The copy runs
+** in place: it blocks the loop for as long as it takes.
 */
 #include "sandbox_snapshot.h"
+#include "sandbox_copy.h"
+#include "sandbox_freeze.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define SNAP_DIR "snapshots"
 #define SNAP_PREFIX "ls-"
@@ -36,40 +36,36 @@ int lsb_snapshot_id_valid(const char *s) {
   return lsb_id_valid(as_box);
 }
 
-/* Run argv (absolute path first), wait for it; 0 when it exited 0. */
-static int run(char *const argv[], char *err, size_t errsz) {
-  pid_t pid;
-  int st, rc;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc) {
-    snprintf(err, errsz, "cannot run %s: %s", argv[0], strerror(rc));
-    return -1;
-  }
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR) {
-      snprintf(err, errsz, "waiting for %s: %s", argv[0], strerror(errno));
-      return -1;
-    }
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
-  snprintf(err, errsz, "%s %s %d (its message is on stderr)", argv[0],
-           WIFEXITED(st) ? "exited" : "was killed by signal",
-           WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-  return -1;
+/* Open a directory: a host path of lash's own (AT_FDCWD), or a name
+** beneath a sandbox's directory, no link followed either way. */
+static int open_dir(int dirfd, const char *path) {
+  if (dirfd == AT_FDCWD) return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  return lsb_open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY, 0);
 }
 
-static int copy_tree(const char *from, const char *to, char *err, size_t errsz) {
-  char src[2 * LSB_PATH_MAX], cp[] = "/bin/cp", a[] = "-a", reflink[] = "--reflink=auto";
-  if ((size_t)snprintf(src, sizeof src, "%s/.", from) >= sizeof src) {
-    snprintf(err, errsz, "path too long: %s", from);
-    return -1;
+/* Copy the directory from into the directory to (both opened here, no
+** link followed), with uid:gid or the source's owners. */
+static int copy_tree(int fromdir, const char *from, int todir, const char *to,
+                     uid_t uid, gid_t gid, char *err, size_t errsz) {
+  char why[LSB_PATH_MAX + 128];
+  int in, out, rc;
+  in = open_dir(fromdir, from);
+  if (in < 0) {
+    snprintf(err, errsz, "cannot open %s: %s", from, strerror(errno));
+    return -errno;
   }
-  char *const argv[] = { cp, a, reflink, src, (char *)to, NULL };
-  return run(argv, err, errsz);
+  out = open_dir(todir, to);
+  if (out < 0) {
+    rc = -errno;
+    snprintf(err, errsz, "cannot open %s: %s", to, strerror(errno));
+    close(in);
+    return rc;
+  }
+  rc = lsb_copy_tree(in, out, uid, gid, NULL, why, sizeof why);
+  if (rc) snprintf(err, errsz, "%s", why);
+  close(in);
+  close(out);
+  return rc;
 }
 
 int lsb_snapshot_path(const char *root, const char *snap, char *out, size_t outsz) {
@@ -88,30 +84,28 @@ int lsb_snapshot_restore(const char *root, const char *snap, const char *workspa
     snprintf(err, errsz, "no snapshot %s under %s", snap, root);
     return -ENOENT;
   }
-  if (copy_tree(path, workspace, err, errsz) != 0) return -EIO;
-  if (geteuid() == 0) {
-    char owner[64], chown[] = "/bin/chown", r[] = "-R", h[] = "-h";
-    snprintf(owner, sizeof owner, "%d:%d", (int)uid, (int)gid);
-    char *const argv[] = { chown, r, h, owner, (char *)workspace, NULL };
-    if (run(argv, err, errsz) != 0) return -EIO;
-  }
-  return 0;
+  return copy_tree(AT_FDCWD, path, AT_FDCWD, workspace, uid, gid, err, errsz) ? -EIO : 0;
 }
 
 int lsb_snapshot_take(const char *root, const char *id, char snap[LSB_ID_LEN + 1],
-                      char *err, size_t errsz) {
-  char box[2 * LSB_PATH_MAX], ws[3 * LSB_PATH_MAX], dir[2 * LSB_PATH_MAX];
-  char tmp[3 * LSB_PATH_MAX], dst[3 * LSB_PATH_MAX];
+                      char *err, size_t errsz, char *warn, size_t warnsz) {
+  char dir[2 * LSB_PATH_MAX], tmp[3 * LSB_PATH_MAX], dst[3 * LSB_PATH_MAX];
+  char why[LSB_PATH_MAX + 128];
   struct stat st;
   lsb_box b;
-  int rc;
-  err[0] = 0;
-  if (!lsb_id_valid(id)) return -EINVAL;
-  snprintf(box, sizeof box, "%s/%s", root, id);
-  snprintf(ws, sizeof ws, "%s/workspace", box);
+  lsb_cgroup cg;
+  lsb_frozen fz = LSB_FROZEN_INIT;
+  int rc, frozen = 0;
+  err[0] = warn[0] = 0;
+  if (!lsb_id_valid(id)) return -ENOENT;
   snprintf(dir, sizeof dir, "%s/%s", root, SNAP_DIR);
-  if (lsb_box_open(root, id, 0, &b) != 0) return -ENOENT;
-  if (stat(ws, &st) != 0) { lsb_box_close(&b); return -ENOENT; }
+  if (lsb_box_open(root, id, 0, &b) != 0) b.dirfd = -1;
+  else if (fstatat(b.dirfd, "workspace", &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+           !S_ISDIR(st.st_mode)) {
+    lsb_box_close(&b);
+    b.dirfd = -1;
+  }
+  if (b.dirfd < 0) return -ENOENT;
   if ((rc = lsb_id_new(snap)) != 0 || (rc = lash_mkdirs(dir, 0700)) != 0) {
     lsb_box_close(&b);
     snprintf(err, errsz, "cannot make a snapshot under %s: %s", dir, strerror(-rc));
@@ -120,16 +114,22 @@ int lsb_snapshot_take(const char *root, const char *id, char snap[LSB_ID_LEN + 1
   memcpy(snap, SNAP_PREFIX, 3);
   snprintf(tmp, sizeof tmp, "%s/.tmp-%s", dir, snap);
   snprintf(dst, sizeof dst, "%s/%s", dir, snap);
-  /* under the sandbox's shared lock: destroy and gc wait for the copy */
+  /* under the sandbox's shared lock: destroy and gc wait for the copy;
+  ** its processes held still, so the copy is one moment of the workspace */
+  if (lsb_cgroup_load(b.dirfd, id, &cg, NULL, NULL) == 0 &&
+      (frozen = lsb_freeze(&cg, &fz, why, sizeof why)) < 0)
+    snprintf(warn, warnsz, "the snapshot is taken with its commands running: %s", why);
   if (mkdir(tmp, 0700) != 0) {
     rc = -errno;
     snprintf(err, errsz, "mkdir %s: %s", tmp, strerror(errno));
-  } else if (copy_tree(ws, tmp, err, errsz) != 0) {
+  } else if (copy_tree(b.dirfd, "workspace", AT_FDCWD, tmp, LSB_COPY_KEEP_OWNER,
+                       (gid_t)-1, err, errsz) != 0) {
     rc = -EIO;
   } else if (rename(tmp, dst) != 0) {
     rc = -errno;
     snprintf(err, errsz, "rename to %s: %s", dst, strerror(errno));
   }
+  if (frozen > 0) lsb_thaw(&fz);
   lsb_box_close(&b);
   if (rc) lsb_rmtree_at(AT_FDCWD, tmp);
   return rc;

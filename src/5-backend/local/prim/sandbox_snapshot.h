@@ -18,9 +18,10 @@ int lsb_snapshot_path(const char *root, const char *snap, char *out, size_t outs
 int lsb_snapshot_restore(const char *root, const char *snap, const char *workspace,
                          uid_t uid, gid_t gid, char *err, size_t errsz);
 /* Copy the workspace of sandbox id under root into a new snapshot (under
-** the sandbox's shared lock, so destroy and gc wait for the copy) and give
-** its id. 0; -ENOENT when the sandbox is gone; another -errno with err. */
+** the sandbox's shared lock, so destroy and gc wait for the copy; its
+** commands frozen meanwhile, else *warn says why not) and give its id. 0;
+** -ENOENT when the sandbox is gone; another -errno with err. */
 int lsb_snapshot_take(const char *root, const char *id, char snap[LSB_ID_LEN + 1],
-                      char *err, size_t errsz);
+                      char *err, size_t errsz, char *warn, size_t warnsz);
 
 #endif

@@ -326,8 +326,15 @@ static int rmtree(int dir, const char *name, uint64_t deadline) {
   fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno == EACCES) {
     /* a directory the jail made unreadable (chmod 000): we own it or are
-    ** root, so make it ours to empty */
-    fchmodat(dir, name, 0700, 0);
+    ** root, so make it ours to empty; through a descriptor of the
+    ** directory itself, as fchmodat would follow a link swapped in */
+    int pfd = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd >= 0) {
+      char self[32];
+      snprintf(self, sizeof self, "/proc/self/fd/%d", pfd);
+      chmod(self, 0700);
+      close(pfd);
+    }
     fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   }
   if (fd < 0) return -errno;
