@@ -51,6 +51,8 @@ PKGS=(
   # initramfs of static busybox made with cpio; the VM's init mounts its
   # filesystems with the shared root's mount (not in a minimal root)
   qemu-system-x86 linux-image-amd64 busybox-static cpio mount
+  # make bench: the grep row compares lash's grep with rg in the same sandbox
+  ripgrep
 )
 # The CI root never boots the kernel it installs: no initramfs for it (the
 # test brings its own); a real machine keeps Debian's default.

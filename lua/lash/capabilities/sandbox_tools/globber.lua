@@ -128,10 +128,17 @@ M.split = split
 -- @tparam string pattern
 -- @treturn function(path, parts?) -> boolean
 function M.compile(pattern)
-  local alts = {}
-  for _, p in ipairs(expand_braces(pattern)) do alts[#alts + 1] = compile_one(p) end
-  -- fast paths: "*.ext" at one level, "**/*.ext" anywhere
+  local alts, suffixes = {}, {}
+  for _, p in ipairs(expand_braces(pattern)) do
+    -- "**/*.ext": any path ending so (a suffix without '/' cannot cross one)
+    local ext = p:match("^%*%*/%*([^%*%?%[%]{}\\/]+)$")
+    if ext then suffixes[#suffixes + 1] = ext else alts[#alts + 1] = compile_one(p) end
+  end
   return function(path, parts)
+    for _, ext in ipairs(suffixes) do
+      if #path >= #ext and path:sub(-#ext) == ext then return true end
+    end
+    if #alts == 0 then return false end
     parts = parts or split(path)
     for _, segs in ipairs(alts) do
       if match_segs(segs, 1, parts, 1) then return true end
@@ -183,25 +190,24 @@ function M.gitignore_rules(text)
 end
 
 --- The verdict of one set of rules (from one .gitignore) for a path
--- relative to that file's directory, given as its segments: true
--- ignored, false re-included (a `!` rule), nil no rule matched. The last
--- matching rule wins.
-function M.gitignore_verdict(rules, parts, is_dir)
+-- relative to that file's directory: true ignored, false re-included (a
+-- `!` rule), nil no rule matched. The last matching rule wins.
+function M.gitignore_verdict(rules, rel, is_dir)
+  local base = rel:match("[^/]*$")
+  local parts
   for i = #rules, 1, -1 do
     local r = rules[i]
     if not r.dir_only or is_dir then
       local hit
       if r.anchored then
+        parts = parts or split(rel)
         hit = match_segs(r.segs, 1, parts, 1)
+      elseif r.literal then
+        hit = base == r.literal
+      elseif r.suffix then
+        hit = #base >= #r.suffix and base:sub(-#r.suffix) == r.suffix
       else
-        local base = parts[#parts]
-        if r.literal then
-          hit = base == r.literal
-        elseif r.suffix then
-          hit = #base >= #r.suffix and base:sub(-#r.suffix) == r.suffix
-        else
-          hit = match_segs(r.segs, 1, { base }, 1)
-        end
+        hit = match_segs(r.segs, 1, { base }, 1)
       end
       if hit then return not r.neg end
     end

@@ -32,7 +32,7 @@ if [ -d "$r" ]; then
   [ -e "$d/.git" ] && printf 'G\0'
 fi
 printf 'P%s\0' "$r"
-find "$r" -name .git -prune -o -printf '%y%p\0' 2>/dev/null
+find "$r" -name .git -prune -o -printf '%y%P\0' 2>/dev/null
 st=$?
 [ $st -eq 0 ] || find "$r" -maxdepth 0 -printf '' 2>&1 >/dev/null | head -n 1 >&2
 exit $st
@@ -52,7 +52,9 @@ exit 0
 -- it (else extended regular expressions, said on stderr), the pattern
 -- checked once first so a bad one is one clear error.
 local GREP_SCRIPT = [[
-pat=$1; max=$2; cut=$3; shift 3
+dir=$1; pat=$2; max=$3; cut=$4; shift 4
+case $dir in -*) dir=./$dir ;; esac
+cd -- "$dir" || exit 3
 LC_ALL=C.UTF-8; export LC_ALL
 mode=-P
 grep -P -e '' -- /dev/null >/dev/null 2>&1
@@ -89,115 +91,133 @@ function M.list(ctx, root)
       .. (M.LIST_MAX_BYTES // 1048576) .. " MiB of names); search a smaller directory"
   end
   local out = r.stdout
-  local abs, ancestors, git, printed = nil, {}, false, nil
-  local entries = {}
-  for rec in out:gmatch("([^%z]*)%z") do
+  local abs, ancestors, git, printed, prefix = nil, {}, false, nil, nil
+  local rels, kinds = {}, {}
+  local root_kind
+  local n = 0
+  local pos = 1
+  while true do
+    local z = out:find("\0", pos, true)
+    if not z then break end
+    local rec = out:sub(pos, z - 1)
+    pos = z + 1
     local tag = rec:sub(1, 1)
-    if tag == "R" then abs = rec:sub(2)
+    if printed then
+      if rec ~= "" then
+        if #rec == 1 then
+          root_kind = tag
+        else
+          local rel = rec:sub(2)
+          n = n + 1
+          rels[n] = rel
+          kinds[rel] = tag
+        end
+      end
+    elseif tag == "R" then abs = rec:sub(2)
     elseif tag == "A" then ancestors[#ancestors + 1] = rec:sub(2)
     elseif tag == "G" then git = true
-    elseif tag == "P" then printed = rec:sub(2)
-    elseif rec ~= "" then entries[#entries + 1] = { kind = tag, path = rec:sub(2) } end
+    elseif tag == "P" then
+      printed = rec:sub(2)
+      prefix = printed:sub(-1) == "/" and printed or (printed .. "/")
+    end
   end
   if not printed then
     local why = (r.stderr or ""):match("[^\n]+") or ("exit code " .. tostring(r.exit_code))
     return nil, "could not list it: " .. why
   end
-  if #entries == 0 and r.exit_code ~= 0 then
+  if n == 0 and not root_kind and r.exit_code ~= 0 then
     local why = (r.stderr or ""):match("[^\n]+") or ("exit code " .. tostring(r.exit_code))
     if why:find("printf", 1, true) then
       why = why .. " (glob and grep need GNU find in the sandbox)"
     end
     return nil, "could not list it: " .. why
   end
-  -- relative paths under the root, the root itself dropped
-  local prefix = printed:sub(-1) == "/" and printed or (printed .. "/")
-  local kept = {}
-  for _, e in ipairs(entries) do
-    if e.path ~= printed then
-      if e.path:sub(1, #prefix) == prefix then e.rel = e.path:sub(#prefix + 1) else e.rel = e.path end
-      kept[#kept + 1] = e
-    else
-      e.rel = ""
-      if e.kind ~= "d" then kept[#kept + 1] = e end
-    end
+  -- paths as the model writes them: "src/a.py", not "./src/a.py"
+  local shown = prefix:gsub("^%./", "")
+  if root_kind and root_kind ~= "d" then
+    -- a single file: itself, whatever ignores it
+    return { rels = { "" }, kinds = { [""] = root_kind }, dir = ".", prefix = "", file = printed }
   end
-  entries = kept
-  table.sort(entries, function(a, b) return a.rel < b.rel end)
+  table.sort(rels)
   -- the rule sets: ancestors (only inside a git work tree) and the tree's
   local want, sets = {}, {}
   if git and abs then
     for _, d in ipairs(ancestors) do want[#want + 1] = { file = d .. "/.gitignore", ancestor = d } end
   end
-  for _, e in ipairs(entries) do
-    local base = e.rel:match("[^/]+$")
-    if base == ".gitignore" and e.kind == "f" then
-      want[#want + 1] = { file = e.path, dir = e.rel:match("^(.*)/[^/]+$") or "" }
+  for i = 1, n do
+    local rel = rels[i]
+    if kinds[rel] == "f" and rel:find(".gitignore", -10, true)
+        and (rel == ".gitignore" or rel:sub(-11) == "/.gitignore") then
+      want[#want + 1] = { file = prefix .. rel, dir = rel:match("^(.*)/[^/]+$") or "" }
     end
   end
   if #want > 0 then
     local files = {}
     for i, w in ipairs(want) do files[i] = w.file end
     local c = ctx.exec(sh(CAT_SCRIPT, table.unpack(files)), { timeout = ctx.timeout, max_output_bytes = 16 * 1048576 })
-    local pos = 1
+    local at = 1
     for _, w in ipairs(want) do
-      local z = c.stdout:find("\0", pos, true)
+      local z = c.stdout:find("\0", at, true)
       if not z then break end
-      local n = tonumber(c.stdout:sub(pos, z - 1)) or 0
-      w.rules = globber.gitignore_rules(c.stdout:sub(z + 1, z + n))
-      pos = z + n + 1
+      local size = tonumber(c.stdout:sub(at, z - 1)) or 0
+      w.rules = globber.gitignore_rules(c.stdout:sub(z + 1, z + size))
+      at = z + size + 1
     end
     for _, w in ipairs(want) do
       if w.rules and #w.rules > 0 then
         if w.ancestor then
           -- the path of the root relative to that ancestor
-          local under = abs:sub(#w.ancestor + 2)
-          if w.ancestor == "/" then under = abs:sub(2) end
-          w.under = under
+          w.under = w.ancestor == "/" and abs:sub(2) or abs:sub(#w.ancestor + 2)
         end
         sets[#sets + 1] = w
       end
     end
   end
-  if #sets == 0 then return entries end
+  local result = { rels = rels, kinds = kinds, dir = printed, prefix = shown }
+  if #sets == 0 then return result end
+  local kept = {}
   -- deepest first: the tree's own files by depth, then the ancestors
   local tree, anc = {}, {}
   for _, w in ipairs(sets) do
-    if w.ancestor then anc[#anc + 1] = w else tree[#tree + 1] = w end
+    if w.ancestor then anc[#anc + 1] = w else
+      w.slash = w.dir == "" and "" or (w.dir .. "/")
+      tree[#tree + 1] = w
+    end
   end
   table.sort(tree, function(a, b) return #a.dir > #b.dir end)
   table.sort(anc, function(a, b) return #a.ancestor > #b.ancestor end)
-  local ignored_dirs, out_list = {}, {}
-  for _, e in ipairs(entries) do
-    local parent = e.rel:match("^(.*)/[^/]+$") or ""
+  local verdict = globber.gitignore_verdict
+  local ignored_dirs = {}
+  for i = 1, n do
+    local rel = rels[i]
+    local parent = rel:match("^(.*)/[^/]*$") or ""
     local ig
+    local is_dir = kinds[rel] == "d"
     if ignored_dirs[parent] then
       ig = true
     else
-      local is_dir = e.kind == "d"
       for _, w in ipairs(tree) do
-        local d = w.dir
-        if d == "" or e.rel:sub(1, #d + 1) == d .. "/" then
-          local sub = d == "" and e.rel or e.rel:sub(#d + 2)
-          local v = globber.gitignore_verdict(w.rules, globber.split(sub), is_dir)
+        local d = w.slash
+        if d == "" or rel:sub(1, #d) == d then
+          local v = verdict(w.rules, d == "" and rel or rel:sub(#d + 1), is_dir)
           if v ~= nil then ig = v break end
         end
       end
       if ig == nil then
         for _, w in ipairs(anc) do
-          local sub = w.under == "" and e.rel or (w.under .. "/" .. e.rel)
-          local v = globber.gitignore_verdict(w.rules, globber.split(sub), is_dir)
+          local v = verdict(w.rules, w.under == "" and rel or (w.under .. "/" .. rel), is_dir)
           if v ~= nil then ig = v break end
         end
       end
     end
     if ig then
-      if e.kind == "d" then ignored_dirs[e.rel] = true end
+      if is_dir then ignored_dirs[rel] = true end
     else
-      out_list[#out_list + 1] = e
+      kept[#kept + 1] = rel
     end
   end
-  return out_list
+  result.rels = kept
+  return result
 end
 
 ---------------------------------------------------------------------------
@@ -208,12 +228,13 @@ end
 -- @tparam table args pattern, path (nil: ".")
 function M.glob(ctx, args)
   local root = args.path or "."
-  local entries, why = M.list(ctx, root)
-  if not entries then return nil, "Could not search " .. fmt_quote(root) .. ": " .. why end
+  local list, why = M.list(ctx, root)
+  if not list then return nil, "Could not search " .. fmt_quote(root) .. ": " .. why end
   local match = globber.compile(args.pattern)
   local hits = {}
-  for _, e in ipairs(entries) do
-    if e.kind ~= "d" and e.rel ~= "" and match(e.rel) then hits[#hits + 1] = e.path:gsub("^%./", "") end
+  local kinds, prefix = list.kinds, list.prefix
+  for _, rel in ipairs(list.rels) do
+    if kinds[rel] ~= "d" and rel ~= "" and match(rel) then hits[#hits + 1] = prefix .. rel end
   end
   if #hits == 0 then
     return "No files match " .. fmt_quote(args.pattern) .. " under " .. fmt_quote(root) .. "."
@@ -238,18 +259,19 @@ end
 -- @tparam table args pattern, path, glob, ignore_case, context, max_results
 function M.grep(ctx, args)
   local root = args.path or "."
-  local entries, why = M.list(ctx, root)
-  if not entries then return nil, "Could not search " .. fmt_quote(root) .. ": " .. why end
+  local list, why = M.list(ctx, root)
+  if not list then return nil, "Could not search " .. fmt_quote(root) .. ": " .. why end
   local only = args.glob and globber.compile(args.glob)
   local only_base = args.glob and globber.is_basename_pattern(args.glob)
   local files = {}
-  for _, e in ipairs(entries) do
-    if e.kind == "f" then
+  local kinds = list.kinds
+  for _, rel in ipairs(list.rels) do
+    if kinds[rel] == "f" then
       local keep = true
       if only then
-        if only_base then keep = only(e.rel:match("[^/]+$") or e.rel) else keep = only(e.rel) end
+        if only_base then keep = only(rel:match("[^/]+$") or rel) else keep = only(rel) end
       end
-      if keep then files[#files + 1] = e.path end
+      if keep then files[#files + 1] = list.file or rel end
     end
   end
   if #files == 0 then
@@ -262,7 +284,9 @@ function M.grep(ctx, args)
   local opts = {}
   if args.ignore_case then opts[#opts + 1] = "-i" end
   if context > 0 then opts[#opts + 1] = "-C" opts[#opts + 1] = tostring(context) end
-  local r = ctx.exec(sh(GREP_SCRIPT, args.pattern, tostring(lines_cap), tostring(M.LINE_MAX_BYTES), table.unpack(opts)),
+  local argv = sh(GREP_SCRIPT, list.file and "." or list.dir, args.pattern, tostring(lines_cap),
+    tostring(M.LINE_MAX_BYTES), table.unpack(opts))
+  local r = ctx.exec(argv,
     { timeout = ctx.timeout, stdin = table.concat(files, "\0") .. "\0",
       max_output_bytes = lines_cap * (M.LINE_MAX_BYTES + 256) })
   local err = r.stderr or ""
@@ -296,8 +320,7 @@ function M.grep(ctx, args)
             matches = matches + 1
             if matches > max then more = true break end
           end
-          path = path:gsub("^%./", "")
-          out[#out + 1] = path .. sep .. num .. sep .. runtime.output.utf8_repair(txt)
+          out[#out + 1] = list.prefix .. path .. sep .. num .. sep .. runtime.output.utf8_repair(txt)
           shown = shown + 1
         end
       end
