@@ -331,7 +331,7 @@ local function new_run(agent, prompt, opts)
   local depth = parent and subagent.check_depth(parent) or 0
   run_counter = run_counter + 1
   local id = string.format("run_%d", run_counter)
-  local messages = {}
+  local messages = json.array()   -- encoded [] even when empty
   if opts.history then
     for i, m in ipairs(opts.history) do messages[i] = json.copy(m) end
   end
