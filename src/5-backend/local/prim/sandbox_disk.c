@@ -17,7 +17,8 @@
 ** takes on the host only what the sandbox keeps; it is a copy of the state
 ** root's template of its size (sandbox_disk_template.c: mkfs once).
 */
-#include "sandbox_local_int.h"
+#include "sandbox_disk.h"
+#include "sandbox_jail.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -238,14 +239,19 @@ int lsb_disk_create(const char *box, uint64_t bytes, uid_t uid, gid_t gid,
   if ((rc = mount_all(box, 0, why, whysz)) != 0) return rc;
   /* the template has them as root's (sandbox_disk_template.c: lay_out) */
   for (i = 0; dirs[i]; i++) {
+    int dfd = -1;
     path_in(p, sizeof p, disk, dirs[i]);
-    if ((mkdir(p, 0700) != 0 && errno != EEXIST) || chown(p, uid, gid) != 0 ||
-        chmod(p, 0700) != 0) {
+    /* no link followed: a directory, or the quota is refused */
+    if ((mkdir(p, 0700) != 0 && errno != EEXIST) ||
+        (dfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        fchown(dfd, uid, gid) != 0 || fchmod(dfd, 0700) != 0) {
       rc = -errno;
+      if (dfd >= 0) close(dfd);
       snprintf(why, whysz, "cannot make %s (%s)", p, strerror(-rc));
       lsb_disk_release(box);
       return rc;
     }
+    close(dfd);
   }
   /* lost+found is root's: out of the jail's way (a template has none) */
   path_in(p, sizeof p, disk, "lost+found");

@@ -13,7 +13,7 @@
 ** root deleted) are found and removed when the next sandbox is made.
 ** Nothing else in the backend knows how cgroups are laid out.
 */
-#include "sandbox_local_int.h"
+#include "sandbox_cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -115,6 +115,39 @@ static int find_mount(const char *ctrl, char *mnt, size_t mntsz, char *root,
   }
   fclose(f);
   return found;
+}
+
+/* v1: the sandbox's freezer group (sandbox_freeze.c) lies at its pids
+** group's path relative to the freezer hierarchy's mount. */
+int lsb_cgroup_freezer_dir(const lsb_cgroup *cg, char *out, size_t outsz) {
+  char pids[LSB_PATH_MAX], fr[LSB_PATH_MAX], root[LSB_PATH_MAX];
+  size_t n;
+  if (cg->version != 1 || !find_mount("pids", pids, sizeof pids, root, sizeof root) ||
+      !find_mount("freezer", fr, sizeof fr, root, sizeof root))
+    return -ENOENT;
+  n = strlen(pids);
+  if (strncmp(cg->dir[0], pids, n) != 0 || cg->dir[0][n] != '/') return -ENOENT;
+  if ((size_t)snprintf(out, outsz, "%s%s", fr, cg->dir[0] + n) >= outsz)
+    return -ENAMETOOLONG;
+  return 0;
+}
+
+/* v1: a frozen process cannot die, so kill thaws its freezer group first,
+** and removal removes it */
+static void freezer_thaw(const lsb_cgroup *cg) {
+  char fdir[LSB_PATH_MAX];
+  if (lsb_cgroup_freezer_dir(cg, fdir, sizeof fdir) == 0)
+    write_str(fdir, "freezer.state", "THAWED");
+}
+
+static void freezer_remove(const lsb_cgroup *cg) {
+  char fdir[LSB_PATH_MAX];
+  int tries;
+  if (lsb_cgroup_freezer_dir(cg, fdir, sizeof fdir) != 0) return;
+  for (tries = 0; tries < 100; tries++) {
+    if (rmdir(fdir) == 0 || errno != EBUSY) return;
+    usleep(10000);
+  }
 }
 
 /* lash's own group in that hierarchy (from /proc/self/cgroup), relative
@@ -432,7 +465,7 @@ int lsb_cgroup_open(const lsb_cgroup *cg, uint64_t pids, uint64_t memory,
     if (!slash) return -EINVAL;
     snprintf(parent, sizeof parent, "%.*s", (int)(slash - cg->dir[i]),
              cg->dir[i]);
-    if (access(parent, F_OK) != 0 && (rc = lsb_mkdirs(parent, 0755)) != 0)
+    if (access(parent, F_OK) != 0 && (rc = lash_mkdirs(parent, 0755)) != 0)
       return rc;
     if (cg->version == 2 && (rc = v2_enable(parent)) != 0) return rc;
   }
@@ -479,8 +512,10 @@ static int kill_listed(const char *dir) {
 int lsb_cgroup_kill(const lsb_cgroup *cg) {
   int i, round, n = cg->version == 2 ? 1 : cg->version == 1 ? 2 : 0, killed = 0;
   if (!n) return 0;
-  /* no new processes, then kill until none is listed */
+  /* no new processes, then kill until none is listed (a v1-frozen
+  ** process cannot die: thawed first) */
   write_str(cg->dir[0], "pids.max", "0");
+  if (cg->version == 1) freezer_thaw(cg);
   if (cg->version == 2) write_str(cg->dir[0], "cgroup.kill", "1");
   for (round = 0; round < 200; round++) {
     int k = 0;
@@ -507,6 +542,7 @@ int lsb_cgroup_remove(const lsb_cgroup *cg) {
     }
     if (access(cg->dir[i], F_OK) == 0) rc = -EBUSY;
   }
+  if (cg->version == 1) freezer_remove(cg);
   return rc;
 }
 
@@ -524,7 +560,7 @@ int lsb_cgroup_remove_at(int boxfd, const char *id) {
 void lsb_cgroup_register(const char *id, const char *box) {
   char body[LSB_PATH_MAX + 2];
   int dfd, n;
-  if (geteuid() != 0 || lsb_mkdirs(LSB_CGROUP_DIR, 0700) != 0) return;
+  if (geteuid() != 0 || lash_mkdirs(LSB_CGROUP_DIR, 0700) != 0) return;
   dfd = open(LSB_CGROUP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return;
   n = snprintf(body, sizeof body, "%s\n", box);
@@ -538,21 +574,6 @@ void lsb_cgroup_unregister(const char *id) {
   if (!lsb_id_valid(id)) return;
   snprintf(p, sizeof p, "%s/%s", LSB_CGROUP_DIR, id);
   unlink(p);
-}
-
-/* Is the sandbox of group id still there (listed, its directory present)?
-** Unlisted counts as there: not ours to judge. */
-static int owner_alive(int dfd, const char *id) {
-  char *data = NULL;
-  size_t len;
-  struct stat st;
-  int alive = 1;
-  if (lsb_read_all(dfd, id, LSB_PATH_MAX, &data, &len) == 0) {
-    while (len && data[len - 1] == '\n') data[--len] = '\0';
-    alive = len > 0 && stat(data, &st) == 0;
-  }
-  free(data);
-  return alive;
 }
 
 int lsb_cgroup_sweep(const lsb_cgroup *cg) {
@@ -569,7 +590,7 @@ int lsb_cgroup_sweep(const lsb_cgroup *cg) {
     if (!(d = opendir(base))) continue;
     while ((e = readdir(d)) != NULL) {
       lsb_cgroup one;
-      if (!lsb_id_valid(e->d_name) || owner_alive(dfd, e->d_name)) continue;
+      if (!lsb_id_valid(e->d_name) || lsb_record_live(dfd, e->d_name)) continue;
       /* its sandbox is gone: what is left in the group, then the group */
       memset(&one, 0, sizeof one);
       one.version = 2;               /* one directory at a time */
