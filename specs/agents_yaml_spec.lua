@@ -154,6 +154,28 @@ capabilities:
     assert.is_true(paths >= 4)
   end)
 
+  it("saves a sub-agent's transcript with the call's result in the session", function()
+    local path = write("saved.yaml", "name: lead\nmodel: test\ncapabilities:\n  - SubAgents: {agents: [{name: helper, model: test}]}\n")
+    local env = "XDG_STATE_HOME=" .. cli.quote(dir .. "/state") .. " LASH_SESSIONS_DB="
+      .. cli.quote(dir .. "/sessions.db")
+    local _, err, code = cli.run({ "run", path, "go" }, env)
+    assert.equal(0, code, err)
+    local out
+    out, err, code = cli.run({ "sessions", "list", "--json" }, env)
+    assert.equal(0, code, err)
+    local list = json.decode(out)
+    local id = (list.sessions or list)[1].id
+    out, err, code = cli.run({ "sessions", "show", id, "--json" }, env)
+    assert.equal(0, code, err)
+    local sub
+    for _, m in ipairs(json.decode(out).messages) do
+      for _, p in ipairs(m.parts or {}) do if p.subagent then sub = p.subagent end end
+    end
+    assert.is_table(sub, "no sub-agent transcript in the saved session")
+    assert.equal("helper", sub.agent)
+    assert.equal("success (no tool calls)", sub.messages[#sub.messages].parts[1].text)
+  end)
+
   it("exits 10 when a guardrail trips", function()
     local path = write("guarded.yaml", "model: test\ncapabilities:\n  - InputGuardrail: {blocked_keywords: [secret]}\n")
     local _, err, code = cli.run { "run", path, "tell me the secret", "--no-save" }

@@ -345,3 +345,52 @@ describe("sub-agents and the sandbox", function()
     assert.same({}, lash.sandbox.list { state_root = root })
   end)
 end)
+
+---------------------------------------------------------------------------
+-- The same on Modal (the fake Modal server speaking its gRPC API)
+
+local fake = dofile("tests/modal_fake/fake.lua")
+local modal_why = fake.unavailable()
+local it_modal = (not modal_why) and it or function(name)
+  it(name, function() pending(name .. " (skipped: " .. tostring(modal_why) .. ")") end)
+end
+
+describe("sub-agents and a Modal sandbox", function()
+  local srv
+  setup(function() if not modal_why then srv = assert(fake.start {}) end end)
+  teardown(function()
+    if srv then
+      local left = srv:running()
+      srv:stop()
+      assert.same({}, left, "sandboxes left running")
+    end
+  end)
+
+  it_modal("a shared child sees the parent's files; a forked one works on a snapshot of them", function()
+    local function runner(name, share)
+      local child = lash.agent { name = name, model = lash.script_model {
+        function(m) return { tool_calls = { { name = "run_command", args = { command = m[1].parts[1].text } } } } end,
+        function(m) return results_of(m)[1].content end } }
+      return child:as_tool { share_sandbox = share }
+    end
+    local cap = lash.sandbox_capability(srv:opts { workdir = "/work" })
+    local parent = lash.agent { capabilities = { cap }, tools = { runner("sharer", true), runner("forker", "fork") },
+      model = lash.script_model {
+        { tool_calls = { { name = "write_file", args = { path = "/work/f.txt", content = "original\n" } } } },
+        { tool_calls = { { name = "sharer", args = { input = "cat /work/f.txt" } },
+                         { name = "forker", args = { input = "cat /work/f.txt; echo changed > /work/f.txt" } } } },
+        { tool_calls = { { name = "read_file", args = { path = "/work/f.txt" } } } },
+        function(m) return results_of(m)[1].content end } }
+    local events, on_event = collector()
+    local res = parent:run("go", { on_event = on_event })
+    assert.matches("original", res.output)
+    assert.not_matches("changed", res.output)
+    local seen = {}
+    for _, e in ipairs(of_type(events, "tool_result")) do
+      if e.path then seen[e.path[2]:match("^(%a+)")] = e.content end
+    end
+    assert.matches("original", seen.sharer)
+    assert.matches("original", seen.forker)
+    assert.is_true(#srv:calls("TaskSnapshotFilesystem") + #srv:calls("SandboxSnapshotFs") >= 1)
+  end)
+end)
