@@ -81,10 +81,10 @@ describe("construction refusals", function()
     for _, o in ipairs { { image = "x" }, { workdir = "/w" }, { env = {} }, { network = "off" } } do
       local k = next(o)
       o.backend, o.attach_to = f.name, "sb"
-      assert.equal(k .. " applies only when creating a sandbox, but `attach_to` attaches to one an earlier step "
+      assert.equal(k .. " only apply when creating a sandbox, but `attach_to` attaches to one an earlier step "
         .. "created (that step chose them). Remove them, or drop `attach_to` to create a sandbox.", refused(o))
     end
-    assert.equal("sandbox_timeout applies only when creating a sandbox, but `attach_to` attaches to one an earlier "
+    assert.equal("sandbox_timeout only apply when creating a sandbox, but `attach_to` attaches to one an earlier "
       .. "step created (that step chose them). Remove them, or drop `attach_to` to create a sandbox. To raise the "
       .. "per-command timeout ceiling on a reused sandbox, set `max_command_timeout`.",
       refused { backend = f.name, attach_to = "sb", sandbox_timeout = 600 })
@@ -458,8 +458,8 @@ describe("the run_command note", function()
   end
 
   it("says who set the sandbox up, what it reaches and how long it had, for each network policy", function()
-    local first = "This sandbox was set up by an earlier step, and your files stay in it after this run for a "
-      .. "later step to collect. "
+    local first = "This sandbox was set up by an earlier task, and your files stay in it after this run for a "
+      .. "later task to collect. "
     local clock = " About 30 minutes of its lifetime remained when this run began."
     local exp = tostring(W + 1800)
     assert.equal(first .. "This sandbox has NO network access, including DNS, so installing packages or "
@@ -470,12 +470,18 @@ describe("the run_command note", function()
     assert.equal(first .. "This sandbox reaches only these hosts, over HTTPS on port 443 only: pypi.org. "
       .. "Anything else, and plain HTTP to any host, will fail." .. clock,
       note_of { [TAGS.expires_at] = exp, [TAGS.network] = stamp { allow_egress_to = { "pypi.org" } } })
-    assert.equal(first .. "This sandbox reaches only these address ranges, on any port: 10.0.0.0/8. Hostnames "
-      .. "still resolve, but only those addresses answer. Anything else will fail." .. clock,
+    assert.equal(first .. "This sandbox reaches only these address ranges, on any port: 10.0.0.0/8. Anything "
+      .. "else will fail; hostnames still resolve, but only those addresses answer." .. clock,
       note_of { [TAGS.expires_at] = exp, [TAGS.network] = stamp { allow_egress_to_cidrs = { "10.0.0.0/8" } } })
-    assert.equal(first .. "Its network access is whatever the step that set it up allowed; test before relying "
+    assert.equal(first .. "This sandbox reaches only these hosts, over HTTPS on port 443 only: pypi.org, x.io; and "
+      .. "these address ranges, on any port: 10.0.0.0/8. Anything else will fail. The hosts accept HTTPS only, so "
+      .. "plain HTTP to them fails; the address ranges accept any port. Hostnames resolve, but only listed hosts "
+      .. "and addresses answer." .. clock,
+      note_of { [TAGS.expires_at] = exp, [TAGS.network] = stamp { allow_egress_to = { "pypi.org", "x.io" },
+                                                                  allow_egress_to_cidrs = { "10.0.0.0/8" } } })
+    assert.equal(first .. "Its network access is whatever the task that set it up allowed; test before relying "
       .. "on it." .. clock, note_of { [TAGS.expires_at] = exp })
-    assert.equal(first .. "Its network access is whatever the step that set it up allowed; test before relying "
+    assert.equal(first .. "Its network access is whatever the task that set it up allowed; test before relying "
       .. "on it." .. clock, note_of { [TAGS.expires_at] = exp, [TAGS.network] = "not json" })
   end)
 
@@ -612,15 +618,26 @@ describe("attaching a whole agent (lash run --attach)", function()
       .. "one has none", err)
   end)
 
-  it("refuses agents with no sandbox, two, or creation-only options", function()
+  it("refuses agents with no sandbox or two; drops the spec's creation-only options", function()
     local _, err = agents.attach_agent(lash.agent { model = "test" }, "sb", "me")
     assert.matches("needs an agent with a sandbox capability", err, 1, true)
     _, err = agents.attach_agent(lash.agent { model = "test", capabilities = {
       lash.sandbox_capability { backend = f.name }, lash.sandbox_capability { backend = f.name } } }, "sb", "me")
     assert.matches("ambiguous", err, 1, true)
-    _, err = agents.attach_agent(lash.agent { model = "test", capabilities = {
-      lash.sandbox_capability { backend = f.name, sandbox_timeout = 900 } } }, "sb", "me")
-    assert.matches("sandbox_timeout applies only when creating a sandbox, but `attach_to` attaches", err, 1, true)
+    -- one spec serves standalone and attached runs: what only creation
+    -- uses is dropped (with a warning on the log), the rest kept
+    local a = assert(agents.attach_agent(lash.agent { model = "test", capabilities = {
+      lash.sandbox_capability { backend = f.name, sandbox_timeout = 900, workdir = "/w",
+                                max_command_timeout = 120 } } }, "sb", "me"))
+    local cap = a.capabilities[1]
+    assert.equal("attached", cap.mode)
+    assert.equal("sb", cap.opts.attach_to)
+    assert.is_nil(cap.given.sandbox_timeout)
+    assert.is_nil(cap.given.workdir)
+    assert.equal(120, cap.opts.max_command_timeout)
+    -- a capability that names attach_to itself is refused them, as in the reference
+    err = select(2, pcall(lash.sandbox_capability, { backend = f.name, attach_to = "sb", sandbox_timeout = 900 }))
+    assert.matches("sandbox_timeout only apply when creating a sandbox, but `attach_to` attaches", err, 1, true)
   end)
 end)
 
@@ -663,7 +680,7 @@ describe("on the local backend", function()
       desc = step("first"):run("go", { deps = { sandbox = sb.id } }).output
       step("second"):run("go", { deps = { sandbox = sb.id } })
     end)
-    assert.matches("This sandbox was set up by an earlier step", desc, 1, true)
+    assert.matches(fmt.RUN_COMMAND .. " This sandbox was set up by an earlier task", desc, 1, true)
     assert.matches("NO network access", desc, 1, true)
     assert.matches("About 10 minutes of its lifetime remained", desc, 1, true)
     local h = lash.sandbox.open(sb.id, { state_root = root })

@@ -124,23 +124,24 @@ describe("construction", function()
       o.backend, o.sandbox_id = f.name, "sb-1"
       local k = next(o)
       while k == "backend" or k == "sandbox_id" do k = next(o, k) end
-      assert.matches("^" .. k .. " applies only when creating a sandbox, but `sandbox_id` attaches to an existing "
+      assert.matches("^" .. k .. " only apply when creating a sandbox, but `sandbox_id` attaches to an existing "
         .. "one%. Remove them, or drop `sandbox_id` to create a sandbox%.", refused(o))
     end
-    assert.equal("image, sandbox_timeout apply only when creating a sandbox, but `sandbox_id` attaches to an "
+    -- the reference's words for one name or several
+    assert.equal("image, sandbox_timeout only apply when creating a sandbox, but `sandbox_id` attaches to an "
       .. "existing one. Remove them, or drop `sandbox_id` to create a sandbox. To raise the per-command timeout "
       .. "ceiling on a reused sandbox, set `max_command_timeout`.",
       refused { backend = f.name, sandbox_id = "sb-1", image = "x", sandbox_timeout = 600 })
-    assert.equal("workdir applies only when creating a sandbox, but `sandbox_id` attaches to an existing one. "
+    assert.equal("workdir only apply when creating a sandbox, but `sandbox_id` attaches to an existing one. "
       .. "Remove them, or drop `sandbox_id` to create a sandbox.",
       refused { backend = f.name, sandbox_id = "sb-1", workdir = "/w" })
   end)
 
   it("tracks whether an option was set, not whether it differs from its default", function()
-    assert.matches("^sandbox_timeout applies only", refused { backend = f.name, sandbox_id = "sb-1",
+    assert.matches("^sandbox_timeout only apply", refused { backend = f.name, sandbox_id = "sb-1",
                                                             sandbox_timeout = 300 })
-    assert.matches("^env applies only", refused { backend = f.name, sandbox_id = "sb-1", env = {} })
-    assert.matches("^rootfs applies only", refused { sandbox_id = "lb-x", rootfs = "/" })
+    assert.matches("^env only apply", refused { backend = f.name, sandbox_id = "sb-1", env = {} })
+    assert.matches("^rootfs only apply", refused { sandbox_id = "lb-x", rootfs = "/" })
   end)
 
   it("allows sandbox_id with only defaults and the backend's config options", function()
@@ -213,6 +214,12 @@ describe("tools", function()
     assert.same({ "run_command", "read_file", "write_file", "list_directory" }, names)
     local fmt = require "lash.capabilities.sandbox_format"
     assert.equal(fmt.RUN_COMMAND, tools[1].description)
+    -- as pydantic-ai renders the reference's docstring (a Returns: section
+    -- makes it XML; griffe finds no type for it)
+    assert.equal("<summary>Run a shell command in the sandbox and return its output.\n\nThe command runs through "
+      .. "`sh -c`, so pipes, redirection, `&&`, and globs\nwork. A non-zero exit is reported, not raised, so you "
+      .. "can react to it.</summary>\n<returns>\n<description>Labelled stdout/stderr output, with an exit code on "
+      .. "non-zero exit.</description>\n</returns>", tools[1].description)
     assert.equal("Read a text file from the sandbox and return its contents.\n\nLarge files are truncated to a "
       .. "safety cap; the result ends with the next\n`offset` to use to page through the rest.", tools[2].description)
     assert.equal("Write text to a file in the sandbox, creating parent directories.", tools[3].description)
@@ -232,6 +239,8 @@ describe("tools", function()
       json.encode_canonical(tools[2]:definition().parameters))
     assert.same({ "path", "content" }, tools[3].parameters.required)
     assert.equal(".", tools[4].parameters.properties.path.default)
+    assert.equal("Directory to list. Relative paths (including the default `.`) are\nresolved against the working "
+      .. "directory used by `run_command`.", tools[4].parameters.properties.path.description)
     assert.is_nil(tools[4].parameters.required)
   end)
 

@@ -278,12 +278,20 @@ describe("write_file and quoting", function()
   it("counts UTF-8 bytes", function()
     assert.equal("Wrote 9 bytes to '/tmp/pkg/a.py'.", fmt.wrote(#"print(1)\n", "/tmp/pkg/a.py"))
     assert.equal("Wrote 2 bytes to 'é'.", fmt.wrote(#"é", "é"))
+    assert.equal("Wrote 0 bytes to 'e'.", fmt.wrote(0, "e"))
   end)
 
-  it("always quotes with single quotes, escaping", function()
+  it("says 1 byte, not the reference's 1 bytes (a documented difference)", function()
+    assert.equal("Wrote 1 byte to 'x'.", fmt.wrote(1, "x"))
+  end)
+
+  it("quotes as Python's repr does, switching to double quotes for a path with a '", function()
     assert.equal("'/nope'", fmt.quote("/nope"))
-    assert.equal("'it\\'s'", fmt.quote("it's"))
-    assert.equal("'a\\nb\\\\c\\x01'", fmt.quote("a\nb\\c\1"))
+    assert.equal('"it\'s"', fmt.quote("it's"))
+    assert.equal("'it\\'s \"x\"'", fmt.quote("it's \"x\""))
+    assert.equal("'say \"hi\"'", fmt.quote('say "hi"'))
+    assert.equal("'a\\nb\\\\c\\x01\\t\\x7f'", fmt.quote("a\nb\\c\1\t\127"))
+    assert.equal("'é'", fmt.quote("é"))
   end)
 
   it("formats numbers as the reference does", function()
@@ -363,20 +371,22 @@ describe("the attach note", function()
       fmt.network_text { block_network = true, allow_egress_to = { "pypi.org", "files.pythonhosted.org" },
                          allow_egress_to_cidrs = {} })
     assert.equal("This sandbox reaches only these address ranges, on any port: 10.0.0.0/8, 192.168.1.0/24. "
-      .. "Hostnames still resolve, but only those addresses answer. Anything else will fail.",
+      .. "Anything else will fail; hostnames still resolve, but only those addresses answer.",
       fmt.network_text { block_network = true, allow_egress_to = {},
                          allow_egress_to_cidrs = { "10.0.0.0/8", "192.168.1.0/24" } })
     assert.equal("This sandbox reaches only these hosts, over HTTPS on port 443 only: pypi.org; and these "
-      .. "address ranges, on any port: 10.0.0.0/8. Anything else will fail, and so will plain HTTP to the hosts.",
+      .. "address ranges, on any port: 10.0.0.0/8. Anything else will fail. The hosts accept HTTPS only, so plain "
+      .. "HTTP to them fails; the address ranges accept any port. Hostnames resolve, but only listed hosts and "
+      .. "addresses answer.",
       fmt.network_text { block_network = true, allow_egress_to = { "pypi.org" },
                          allow_egress_to_cidrs = { "10.0.0.0/8" } })
-    assert.equal("Its network access is whatever the step that set it up allowed; test before relying on it.",
+    assert.equal("Its network access is whatever the task that set it up allowed; test before relying on it.",
       fmt.network_text(nil))
   end)
 
   it("joins the three sentences with single spaces", function()
-    assert.equal("This sandbox was set up by an earlier step, and your files stay in it after this run for a "
-      .. "later step to collect. This sandbox has outbound network access. About 30 minutes of its lifetime "
+    assert.equal("This sandbox was set up by an earlier task, and your files stay in it after this run for a "
+      .. "later task to collect. This sandbox has outbound network access. About 30 minutes of its lifetime "
       .. "remained when this run began.",
       fmt.attach_note { network = { block_network = false }, remaining = 1800 })
   end)

@@ -7,7 +7,8 @@
 # pids and memory controllers, and runs inside it the cgroup cases of
 # test_containment.sh (LASH_CONTAINMENT_ONLY=cgroup, v2 required) and the
 # cases only v2 has: nesting in a delegated subtree, a cgroup namespace
-# whose root holds processes, LASH_CGROUP_ROOT, the sweep of orphans.
+# whose root holds processes, LASH_CGROUP_ROOT, the sweep of orphans; and
+# test_host_paths.sh, whose snapshots are taken frozen with cgroup.freeze.
 # Prints TAP (the VM's results, numbered here) and the time the VM took.
 # Uses KVM where it can run the kernel, else qemu's emulation (TCG). Skips
 # cleanly where qemu, busybox-static or a kernel with 9p modules is missing.
@@ -46,12 +47,18 @@ if [ "${1:-}" = --in-vm ]; then
   parts=$(sed -n 's/.*lash\.parts=\([a-z0-9,]*\).*/\1/p' /proc/cmdline)
   # (each part's output through a file: a process a part left behind would
   # hold a pipe open, and is listed below instead)
-  case ,${parts:-containment,v2}, in *,containment,*)
+  case ,${parts:-containment,v2,hostpaths}, in *,containment,*)
     LASH_CONTAINMENT_ONLY=cgroup LASH_CONTAINMENT_CGROUP=2 LASH_BUILD="$BUILD" LASH_BIN="$LASH" \
       bash tests/integration/test_containment.sh >/tmp/containment.out 2>&1
     sed "s/^/$MARK/" /tmp/containment.out ;;
   esac
-  case ,${parts:-containment,v2}, in *,v2,*)
+  # the snapshot race of test_host_paths.sh, frozen with cgroup.freeze
+  case ,${parts:-containment,v2,hostpaths}, in *,hostpaths,*)
+    LASH_HOSTPATHS_NESTED=1 LASH_HOSTPATHS_CGROUP=2 LASH_BUILD="$BUILD" LASH_BIN="$LASH" \
+      bash tests/integration/test_host_paths.sh >/tmp/hostpaths.out 2>&1
+    sed "s/^/$MARK/" /tmp/hostpaths.out ;;
+  esac
+  case ,${parts:-containment,v2,hostpaths}, in *,v2,*)
     LASH_BUILD="$BUILD" LASH_BIN="$LASH" bash ${LASH_VM_X:+-x} "$0" --v2-cases >/tmp/v2.out 2>&1
     sed "s/^/$MARK/" /tmp/v2.out ;;
   esac
@@ -259,7 +266,7 @@ chmod 755 "$tmp/initrd/init"
 (cd "$tmp/initrd" && find . | cpio -o -H newc --quiet >"$tmp/initrd.cpio")
 
 # LASH_VM_CONSOLE=FILE keeps the VM's whole console there (LASH_VM_LOGLEVEL=7
-# puts the kernel's messages on it; LASH_VM_PARTS=containment or v2 runs one
+# puts the kernel's messages on it; LASH_VM_PARTS=containment, v2 or hostpaths runs one
 # part only)
 console=${LASH_VM_CONSOLE:-$tmp/console}
 t0=$SECONDS
@@ -267,7 +274,7 @@ t0=$SECONDS
 # limits are far below. No network; the console is the serial port.
 timeout 800 "$QEMU" "${accel_args[@]}" -m 1024 -smp 2 -nographic -no-reboot -nic none \
   -kernel "$kernel" -initrd "$tmp/initrd.cpio" \
-  -append "console=ttyS0 loglevel=${LASH_VM_LOGLEVEL:-1} panic=-1 lash.parts=${LASH_VM_PARTS:-containment,v2}${LASH_VM_X:+ lash.x}" \
+  -append "console=ttyS0 loglevel=${LASH_VM_LOGLEVEL:-1} panic=-1 lash.parts=${LASH_VM_PARTS:-containment,v2,hostpaths}${LASH_VM_X:+ lash.x}" \
   -fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap" \
   -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
   </dev/null >"$console" 2>&1

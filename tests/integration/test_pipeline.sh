@@ -65,6 +65,13 @@ same "--owner without --attach is a usage error" "$rc:$(printf '%s' "$err" | hea
 err=$("$LASH" run examples/pipeline/analyse.lua "x" --attach "$H" 2>&1); rc=$?
 same "outside an orchestrator the owner must be given" "$rc" "6"
 contains "and the message says how" "$err" "attach_to needs an owner"
+# one spec for standalone and attached runs: sandbox_agent.yaml sets
+# sandbox_timeout, which only creation uses
+err=$("$LASH" run examples/sandbox_agent.yaml "x" --model test --attach "$H" --owner owner-1 --no-stream \
+  2>&1 >/dev/null); rc=$?
+same "a spec with creation-only options attaches" "$rc" "0"
+contains "and says what it ignored" "$err" \
+  "--attach: the spec's sandbox_timeout applies only when creating a sandbox; ignored"
 "$LASH" sandbox destroy "$H"
 
 # -- under Airflow: the DAG run owns, the task instance holds

@@ -35,6 +35,7 @@ local runtime = require "lash.runtime"
 local options = require "lash.options"
 local defaults = require "lash.defaults"
 local trust = require "lash.trust"
+local sandbox_tools = require "lash.capabilities.sandbox_tools"
 
 local M = {}
 
@@ -76,7 +77,7 @@ local OWN = {
   backend = true, sandbox_id = true, session = true, attach_to = true, owner = true,
   sandbox_timeout = true, workdir = true, env = true, network = true, from_snapshot = true,
   default_command_timeout = true, max_command_timeout = true, max_output_bytes = true,
-  max_output_lines = true, max_read_bytes = true, instructions = true, log = true,
+  max_output_lines = true, max_read_bytes = true, instructions = true, log = true, tools = true,
 }
 
 -- Options that exist only on some backends, with the backend option names
@@ -180,6 +181,8 @@ local function check_types(o)
   if o.log ~= nil and type(o.log) ~= "function" then
     fail("log must be a function(level, message), got " .. show(o.log) .. ".")
   end
+  local _, tools_err = sandbox_tools.check(o.tools)
+  if tools_err then fail(tools_err) end
   local a = o.attach_to
   if a ~= nil then
     if type(a) == "function" then
@@ -237,14 +240,15 @@ end
 
 local CEILING_HINT = " To raise the per-command timeout ceiling on a reused sandbox, set `max_command_timeout`."
 
--- "workdir applies only when...", "env, image apply only when...": the
--- names of creation-only options given to an attach, as a sentence.
+-- "env, image only apply when...": the names of creation-only options
+-- given to an attach, in the reference's words (one name or several).
 local function creation_only(names)
-  return table.concat(names, ", ") .. (#names == 1 and " applies" or " apply")
-    .. " only when creating a sandbox"
+  return table.concat(names, ", ") .. " only apply when creating a sandbox"
 end
 
-local function check_modes(given, create)
+-- The creation-only options in `given`, in the order messages name them
+-- (`create`: the backend's own create options, as a set).
+local function creation_given(given, create)
   local creation = {}
   for _, k in ipairs(CREATION) do
     if given[k] ~= nil then creation[#creation + 1] = k end
@@ -255,6 +259,11 @@ local function check_modes(given, create)
   end
   table.sort(extra)
   for _, k in ipairs(extra) do creation[#creation + 1] = k end
+  return creation
+end
+
+local function check_modes(given, create)
+  local creation = creation_given(given, create)
   local hint = given.sandbox_timeout ~= nil and CEILING_HINT or ""
   if given.session ~= nil then
     local names = {}
@@ -308,7 +317,9 @@ RunToolset.__name = "lash.sandbox_capability.toolset"
 --   `attach_to` and `owner`, `sandbox_timeout` (300), `workdir`, `env`,
 --   `network`, `default_command_timeout` (60), `max_command_timeout`,
 --   `max_output_bytes` (51200), `max_output_lines` (2000), `max_read_bytes`
---   (5242880), `instructions`, `log` (function(level, message)), and the
+--   (5242880), `instructions`, `log` (function(level, message)), `tools`
+--   (extra tools beyond the four: "edit_file", "apply_patch", "glob",
+--   "grep"; lash.capabilities.sandbox_tools), and the
 --   backend's own options (`image`, `app_name`, `create_app_if_missing` for
 --   Modal; `rootfs` and e.g. `state_root` for local).
 -- @raise a message naming the option, its value and the fix
@@ -329,6 +340,7 @@ function M.new(opts)
   if not ok then fail(tostring(info):gsub("^unknown", "backend: unknown", 1) .. ".") end
   local pass, create = check_backend_options(o, given, info)
   check_types(o)
+  if o.tools ~= nil then o.tools = sandbox_tools.check(o.tools) end
   if is_sandbox_object(o.session) and given.backend ~= nil and o.session.backend ~= backend then
     fail("backend " .. fmt.quote(backend) .. " does not match the session's backend "
       .. fmt.quote(o.session.backend) .. "; leave backend out with a session.")
@@ -349,7 +361,7 @@ function M.new(opts)
   end
   local self = setmetatable({
     name = M.NAME, backend = backend, mode = mode, claims = o.attach_to ~= nil, opts = o, given = given,
-    pass = pass, info = info,
+    pass = pass, info = info, create = create,
   }, Cap)
   -- built while an untrusted spec loads: its backend calls are checked
   if runtime.core.budget.active() then trust.mark(self) end
@@ -375,24 +387,28 @@ function M.instructions_of(cap)
   return { fmt.instructions {
     backend = cap.backend, reused = cap.mode ~= "owned",
     default_timeout = fmt.deadline(o.default_command_timeout, cap.ceiling), max_timeout = cap.ceiling,
-  } }
+  } .. sandbox_tools.instructions(o.tools or {}) }
 end
 
 --- A copy with some options changed (checked again, as at construction).
 -- @tparam table changes options to set (`false` removes an option)
-function Cap:with(changes)
+-- @tparam[opt] table drop names of options to remove
+function Cap:with(changes, drop)
   local o = {}
   for k, v in pairs(self.given) do o[k] = v end
   for k, v in pairs(changes) do
     if v == false and k ~= "create_app_if_missing" then o[k] = nil else o[k] = v end
   end
+  for _, k in ipairs(drop or {}) do o[k] = nil end
   local copy = M.new(o)
   if trust.is_marked(self) then trust.mark(copy) end
   return copy
 end
 
 function Cap:for_run(ctx)
-  return Run.new(self, ctx)
+  -- a sub-agent's run may work in its parent's sandbox (lash.subagent)
+  local cap = ctx and ctx.sandbox_for and ctx.sandbox_for(self) or self
+  return Run.new(cap, ctx)
 end
 
 function Cap:get_toolsets()
@@ -721,7 +737,7 @@ end
 
 function RunToolset:for_run(ctx)
   if self.run then return self end
-  return Run.new(self.cap, ctx).toolset
+  return self.cap:for_run(ctx).toolset
 end
 
 function RunToolset:open(ctx)
@@ -798,8 +814,7 @@ local PARAMS = {
   list_directory = {
     type = "object",
     properties = {
-      path = { type = "string", default = ".", description = "Directory to list. Relative paths (including the "
-        .. "default `.`) are resolved against the working directory used by `run_command`." },
+      path = { type = "string", default = ".", description = fmt.LIST_PATH },
     },
     additionalProperties = false,
   },
@@ -867,14 +882,13 @@ function Run:list_directory(args)
   return fmt.listing(entries, { max_lines = self.opts.max_output_lines, max_bytes = self.opts.max_output_bytes })
 end
 
-local NOTE_BEFORE_ATTACH = "This sandbox was set up by an earlier step."
 
 --- The four tools of this run (built once the run is open, so that the
 -- attach note is fixed for the whole run).
 function Run:tools()
   if self.tool_list and self.tool_list_state == self.state then return self.tool_list end
   local run_desc = fmt.RUN_COMMAND
-  if self.cap.claims then run_desc = run_desc .. " " .. (self.note or NOTE_BEFORE_ATTACH) end
+  if self.cap.claims then run_desc = run_desc .. " " .. (self.note or fmt.NOTE_BEFORE_ATTACH) end
   local function handler(method)
     return function(_, args) return method(self, args) end
   end
@@ -889,6 +903,7 @@ function Run:tools()
     tool.new { name = "list_directory", description = fmt.LIST_DIRECTORY, parameters = PARAMS.list_directory,
                handler = handler(Run.list_directory) },
   }
+  for _, t in ipairs(sandbox_tools.build(self, self.opts.tools or {})) do list[#list + 1] = t end
   self.tool_list, self.tool_list_state = list, self.state
   return list
 end
@@ -899,6 +914,13 @@ end
 --- The options of the sandbox this capability would create for itself (a
 -- `lash.sandbox.session` made with them is what `shared_in` takes).
 -- @treturn table options for lash.sandbox.create / session
+--- The creation-only options this capability was given (sandbox_timeout,
+-- workdir, image, ...), in the order messages name them.
+-- @treturn {string,...}
+function Cap:creation_only()
+  return creation_given(self.given, self.create)
+end
+
 function Cap:creation_options()
   return backend_options(self, true)
 end

@@ -11,22 +11,25 @@ local output = require("lash.core").output
 
 local M = {}
 
---- A stable quoting rule for paths and ids in messages: always single
--- quotes, with `\`, `'` and control characters escaped (the reference's
--- Python repr switches quote style when the text holds a `'`).
+--- A string as Python's repr shows it, the way the reference quotes paths
+-- and ids in its messages: single quotes, or double quotes when the text
+-- holds a `'` and no `"`; `\\`, the quote in use and control characters
+-- escaped (`\n`, `\r`, `\t`, `\xNN`); everything else as it is.
 -- @tparam string s
 -- @treturn string
 function M.quote(s)
   s = tostring(s)
-  local escaped = s:gsub("[%c\\']", function(c)
+  local q = (s:find("'", 1, true) and not s:find('"', 1, true)) and '"' or "'"
+  local escaped = s:gsub("[%c\\'\"]", function(c)
     if c == "\\" then return "\\\\" end
-    if c == "'" then return "\\'" end
+    if c == q then return "\\" .. c end
+    if c == "'" or c == '"' then return c end
     if c == "\n" then return "\\n" end
     if c == "\r" then return "\\r" end
     if c == "\t" then return "\\t" end
     return string.format("\\x%02x", c:byte())
   end)
-  return "'" .. escaped .. "'"
+  return q .. escaped .. q
 end
 
 --- A number as Python's repr shows it (the reference's messages format
@@ -252,20 +255,24 @@ end
 -- write_file
 
 --- The `write_file` result.
+-- "1 byte" where the reference says "1 bytes" (a deliberate difference,
+-- listed in docs).
 function M.wrote(n, path)
-  return "Wrote " .. n .. " bytes to " .. M.quote(path) .. "."
+  return "Wrote " .. n .. (n == 1 and " byte" or " bytes") .. " to " .. M.quote(path) .. "."
 end
 
 M.NOT_ENCODABLE = "content contains characters that cannot be encoded as UTF-8 (unpaired surrogates)."
 
 ---------------------------------------------------------------------------
--- Tool descriptions (plain text for every tool: no XML wrapper)
+-- Tool descriptions, as pydantic-ai renders the reference's docstrings:
+-- run_command's has a Returns: section, so it comes as XML (summary and
+-- returns, no type tag); the others are plain text.
 
-M.RUN_COMMAND = "Run a shell command in the sandbox and return its output.\n\n"
+M.RUN_COMMAND = "<summary>Run a shell command in the sandbox and return its output.\n\n"
   .. "The command runs through `sh -c`, so pipes, redirection, `&&`, and globs\n"
-  .. "work. A non-zero exit is reported, not raised, so you can react to it.\n"
-  .. "The result is the labelled stdout/stderr output, with the exit code on a\n"
-  .. "non-zero exit."
+  .. "work. A non-zero exit is reported, not raised, so you can react to it.</summary>\n"
+  .. "<returns>\n<description>Labelled stdout/stderr output, with an exit code on non-zero exit."
+  .. "</description>\n</returns>"
 M.READ_FILE = "Read a text file from the sandbox and return its contents.\n\n"
   .. "Large files are truncated to a safety cap; the result ends with the next\n"
   .. "`offset` to use to page through the rest."
@@ -274,6 +281,8 @@ M.LIST_DIRECTORY = "List the entries in a sandbox directory (directories shown w
 
 M.PATH = "Path to the file inside the sandbox. Relative paths are resolved\n"
   .. "against the working directory used by `run_command`."
+M.LIST_PATH = "Directory to list. Relative paths (including the default `.`) are\n"
+  .. "resolved against the working directory used by `run_command`."
 
 ---------------------------------------------------------------------------
 -- Instructions
@@ -312,21 +321,22 @@ end
 -- @treturn string
 function M.network_text(p)
   if not p then
-    return "Its network access is whatever the step that set it up allowed; test before relying on it."
+    return "Its network access is whatever the task that set it up allowed; test before relying on it."
   end
   if not p.block_network then return "This sandbox has outbound network access." end
   local hosts, cidrs = p.allow_egress_to or {}, p.allow_egress_to_cidrs or {}
   local h, c = #hosts > 0 and table.concat(hosts, ", "), #cidrs > 0 and table.concat(cidrs, ", ")
+  local by_name = h and "these hosts, over HTTPS on port 443 only: " .. h
+  local by_address = c and "these address ranges, on any port: " .. c
   if h and c then
-    return "This sandbox reaches only these hosts, over HTTPS on port 443 only: " .. h .. "; and these "
-      .. "address ranges, on any port: " .. c .. ". Anything else will fail, and so will plain HTTP to "
-      .. "the hosts."
+    return "This sandbox reaches only " .. by_name .. "; and " .. by_address .. ". Anything else will fail. "
+      .. "The hosts accept HTTPS only, so plain HTTP to them fails; the address ranges accept any port. "
+      .. "Hostnames resolve, but only listed hosts and addresses answer."
   elseif h then
-    return "This sandbox reaches only these hosts, over HTTPS on port 443 only: " .. h .. ". Anything "
-      .. "else, and plain HTTP to any host, will fail."
+    return "This sandbox reaches only " .. by_name .. ". Anything else, and plain HTTP to any host, will fail."
   elseif c then
-    return "This sandbox reaches only these address ranges, on any port: " .. c .. ". Hostnames still "
-      .. "resolve, but only those addresses answer. Anything else will fail."
+    return "This sandbox reaches only " .. by_address .. ". Anything else will fail; hostnames still resolve, "
+      .. "but only those addresses answer."
   end
   return "This sandbox has NO network access, including DNS, so installing packages or downloading "
     .. "anything will fail. Work with what the image already has."
@@ -343,8 +353,9 @@ function M.clock_text(remaining)
   return string.format("About %d minute%s of its lifetime remained when this run began.", m, m == 1 and "" or "s")
 end
 
-M.NOTE_FIRST = "This sandbox was set up by an earlier step, and your files stay in it after this run for a "
-  .. "later step to collect."
+M.NOTE_FIRST = "This sandbox was set up by an earlier task, and your files stay in it after this run for a "
+  .. "later task to collect."
+M.NOTE_BEFORE_ATTACH = "This sandbox was set up by an earlier task."
 
 --- The note: three sentences joined by single spaces.
 -- @tparam table a `network` (decoded policy or nil), `remaining` (seconds

@@ -35,15 +35,15 @@ end
 
 -- A copy of agent with `changes` applied to its sandbox capabilities
 -- (rebuilt, so every construction check runs again); `single`: exactly
--- one must be found.
-local function rewrite_agent(agent, changes, what, single)
+-- one must be found; `drop(cap)`: the names of options to remove first.
+local function rewrite_agent(agent, changes, what, single, drop)
   local found = 0
   local caps = {}
   local ok, err = pcall(function()
     for i, c in ipairs(agent.capabilities or {}) do
       caps[i] = rewrite(c, function(cap)
         found = found + 1
-        return cap:with(changes)
+        return cap:with(changes, drop and drop(cap))
       end)
     end
   end)
@@ -63,8 +63,11 @@ end
 -- `owner` (nil: from the orchestrator's environment), on `backend` (nil:
 -- the spec's). The agent must have exactly one sandbox capability
 -- (possibly wrapped, e.g. prefixed); it is rebuilt with attach_to and
--- owner, so creation-only options in the spec are refused as at
--- construction.
+-- owner. Creation-only options the spec sets (sandbox_timeout, workdir,
+-- ...) are dropped with a warning on the log, so one spec serves both
+-- standalone and attached runs: the step that created the sandbox chose
+-- them. (A capability that names attach_to itself is still refused them at
+-- construction, as in the reference.)
 -- @treturn[1] agent
 -- @treturn[2] nil
 -- @treturn[2] string why not
@@ -72,7 +75,15 @@ function M.attach_agent(agent, handle, owner, backend)
   local changes = { attach_to = handle, sandbox_id = false }
   if owner then changes.owner = owner end
   if backend then changes.backend = backend end
-  return rewrite_agent(agent, changes, "--attach", true)
+  return rewrite_agent(agent, changes, "--attach", true, function(cap)
+    local names = cap:creation_only()
+    if #names > 0 then
+      runtime.log("warning", "--attach: the spec's " .. table.concat(names, ", ")
+        .. (#names == 1 and " applies" or " apply") .. " only when creating a sandbox; ignored, since the "
+        .. "sandbox this run attaches to was created with its own")
+    end
+    return names
+  end)
 end
 
 --- One sandbox per conversation (`lash chat`): the owned sandbox

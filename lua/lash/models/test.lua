@@ -1,7 +1,10 @@
 --- The `test` model: deterministic and offline, after pydantic-ai's
 -- TestModel. On a new prompt it calls every tool once (or those in
 -- `call_tools`) with arguments generated from each tool's schema; it calls
--- again any tool that got a retry prompt; then it answers with a JSON
+-- again, with the same arguments, any tool that got a retry prompt (as
+-- pydantic-ai's TestModel does: a call that failed because another call of
+-- the same turn had not run yet, such as the sandbox's read_file 'a' next to
+-- write_file 'a', works the second time); then it answers with a JSON
 -- object mapping each tool name to its last result, or
 -- `success (no tool calls)` when it called none (or `custom_output_text`).
 -- With an output schema (structured output) it answers a value generated
@@ -121,7 +124,7 @@ local function respond(self, req)
     end
   elseif last and last.role == "user" then
     for _, p in ipairs(last.parts) do
-      if p.type == "tool_result" and p.status == "retry" then call(p.name, step) end
+      if p.type == "tool_result" and p.status == "retry" then call(p.name, 0) end
     end
   end
   if #calls > 0 then return { parts = calls, finish = "tool_calls" } end
