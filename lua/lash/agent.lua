@@ -296,7 +296,7 @@ local function new_run(agent, prompt, opts)
   end
   run_counter = run_counter + 1
   local id = string.format("run_%d", run_counter)
-  local messages = {}
+  local messages = json.array()   -- encoded [] even when empty
   if opts.history then
     for i, m in ipairs(opts.history) do messages[i] = json.copy(m) end
   end
