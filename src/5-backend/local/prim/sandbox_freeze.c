@@ -13,7 +13,6 @@
 ** thawing and removal with the sandbox's group, are sandbox_cgroup.c's.
 */
 #include "sandbox_freeze.h"
-#include "userdir.h"   /* lash_mkdirs */
 
 #include <errno.h>
 #include <fcntl.h>
