@@ -47,13 +47,6 @@ static const int native[] = {
 };
 #undef LSB_SC
 
-#define LSB_SC(name) #name,
-const char *const lsb_seccomp_names[] = {
-#include "sandbox_seccomp_list.h"
-  NULL
-};
-#undef LSB_SC
-
 #define NATIVE_N ((int)(sizeof native / sizeof native[0]))
 #define PROG_MAX (16 + 2 * (NATIVE_N + 64))
 #define REFUSE (SECCOMP_RET_ERRNO | (LSB_SECCOMP_ERRNO & SECCOMP_RET_DATA))

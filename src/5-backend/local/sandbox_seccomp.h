@@ -16,10 +16,6 @@
 ** holding it, positioned at its start. Returns the fd or -errno. */
 int lsb_seccomp_memfd(void);
 
-/* The refused calls of the native ABI, by name (NULL-terminated), for
-** messages and tests (`lash.sandbox.seccomp_refused()` lists them). */
-extern const char *const lsb_seccomp_names[];
-
 #if defined(__x86_64__)
 extern const int lsb_seccomp_i386[];
 extern const int lsb_seccomp_i386_n;
