@@ -51,6 +51,8 @@ PKGS=(
   # initramfs of static busybox made with cpio; the VM's init mounts its
   # filesystems with the shared root's mount (not in a minimal root)
   qemu-system-x86 linux-image-amd64 busybox-static cpio mount
+  # make bench: the grep row compares lash's grep with rg in the same sandbox
+  ripgrep
 )
 # The CI root never boots the kernel it installs: no initramfs for it (the
 # test brings its own); a real machine keeps Debian's default.
@@ -69,6 +71,16 @@ npm_deps() {
   echo "deps: npm ci in tests/mcp"
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || echo "deps: npm ci failed; the MCP tests will try again"
 }
+# The sandbox tools' peers (Codex's binary, whose apply_patch lash's is
+# compared with), pinned by tests/peers/package-lock.json.
+peer_deps() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/peers"
+  if ls "$dir"/node_modules/@openai/codex-linux-*/vendor/*/bin/codex >/dev/null 2>&1; then return 0; fi
+  if ! command -v npm >/dev/null 2>&1; then return 0; fi
+  echo "deps: npm ci in tests/peers"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || echo "deps: npm ci failed; the Codex comparison will skip"
+}
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -78,6 +90,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#PKGS[@]} packages present"
   npm_deps
+  peer_deps
   exit 0
 fi
 echo "deps: installing ${missing[*]}"
@@ -87,3 +100,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 npm_deps
+peer_deps

@@ -35,6 +35,7 @@ local runtime = require "lash.runtime"
 local options = require "lash.options"
 local defaults = require "lash.defaults"
 local trust = require "lash.trust"
+local sandbox_tools = require "lash.capabilities.sandbox_tools"
 
 local M = {}
 
@@ -76,7 +77,7 @@ local OWN = {
   backend = true, sandbox_id = true, session = true, attach_to = true, owner = true,
   sandbox_timeout = true, workdir = true, env = true, network = true, from_snapshot = true,
   default_command_timeout = true, max_command_timeout = true, max_output_bytes = true,
-  max_output_lines = true, max_read_bytes = true, instructions = true, log = true,
+  max_output_lines = true, max_read_bytes = true, instructions = true, log = true, tools = true,
 }
 
 -- Options that exist only on some backends, with the backend option names
@@ -180,6 +181,8 @@ local function check_types(o)
   if o.log ~= nil and type(o.log) ~= "function" then
     fail("log must be a function(level, message), got " .. show(o.log) .. ".")
   end
+  local _, tools_err = sandbox_tools.check(o.tools)
+  if tools_err then fail(tools_err) end
   local a = o.attach_to
   if a ~= nil then
     if type(a) == "function" then
@@ -314,7 +317,9 @@ RunToolset.__name = "lash.sandbox_capability.toolset"
 --   `attach_to` and `owner`, `sandbox_timeout` (300), `workdir`, `env`,
 --   `network`, `default_command_timeout` (60), `max_command_timeout`,
 --   `max_output_bytes` (51200), `max_output_lines` (2000), `max_read_bytes`
---   (5242880), `instructions`, `log` (function(level, message)), and the
+--   (5242880), `instructions`, `log` (function(level, message)), `tools`
+--   (extra tools beyond the four: "edit_file", "apply_patch", "glob",
+--   "grep"; lash.capabilities.sandbox_tools), and the
 --   backend's own options (`image`, `app_name`, `create_app_if_missing` for
 --   Modal; `rootfs` and e.g. `state_root` for local).
 -- @raise a message naming the option, its value and the fix
@@ -335,6 +340,7 @@ function M.new(opts)
   if not ok then fail(tostring(info):gsub("^unknown", "backend: unknown", 1) .. ".") end
   local pass, create = check_backend_options(o, given, info)
   check_types(o)
+  if o.tools ~= nil then o.tools = sandbox_tools.check(o.tools) end
   if is_sandbox_object(o.session) and given.backend ~= nil and o.session.backend ~= backend then
     fail("backend " .. fmt.quote(backend) .. " does not match the session's backend "
       .. fmt.quote(o.session.backend) .. "; leave backend out with a session.")
@@ -381,7 +387,7 @@ function M.instructions_of(cap)
   return { fmt.instructions {
     backend = cap.backend, reused = cap.mode ~= "owned",
     default_timeout = fmt.deadline(o.default_command_timeout, cap.ceiling), max_timeout = cap.ceiling,
-  } }
+  } .. sandbox_tools.instructions(o.tools or {}) }
 end
 
 --- A copy with some options changed (checked again, as at construction).
@@ -895,6 +901,7 @@ function Run:tools()
     tool.new { name = "list_directory", description = fmt.LIST_DIRECTORY, parameters = PARAMS.list_directory,
                handler = handler(Run.list_directory) },
   }
+  for _, t in ipairs(sandbox_tools.build(self, self.opts.tools or {})) do list[#list + 1] = t end
   self.tool_list, self.tool_list_state = list, self.state
   return list
 end
