@@ -22,7 +22,7 @@ WARN      := -Wall -Wextra -Wshadow -Wundef -Wwrite-strings \
 OPT       ?= -O2 -g
 SAN       ?=
 # the layers, bottom up; each is on the include path, so "loop.h" needs no directory
-LAYERS    := src/1-base src/2-runtime src/3-transport src/4-sandbox src/5-backend/local src/5-backend/modal src/6-lua src/7-embed src/8-cli
+LAYERS    := src/1-base src/2-runtime src/3-transport src/4-sandbox src/5-backend/local/prim src/5-backend/local src/5-backend/modal src/6-lua src/7-embed src/8-cli
 INCS      := $(addprefix -I,$(LAYERS))
 # XCFLAGS is ours; CFLAGS is the caller's (LuaRocks passes its own).
 # -fvisibility=hidden: only what LASH_API marks leaves the library.
@@ -41,7 +41,7 @@ LUA_SRC   := $(shell find lua/lash -name '*.lua')
 LUAC_OUT  := $(LUA_SRC:lua/%.lua=$(BUILD)/luac/%.luac)
 TEST_SRC  := $(wildcard tests/unit/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-HDRS      := $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)) tests/unit/t.h
+HDRS      := $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)) src/5-backend/local/prim/jaild/sandbox_jaild.h tests/unit/t.h
 
 # The self-contained library carries its own Lua 5.4 (vendor/lua: Debian's
 # 5.4.4 source, compiled PIC and hidden; Debian's liblua5.4.a is not PIC)
@@ -68,14 +68,14 @@ $(BUILD)/obj/%.o: src/%.c $(HDRS)
 
 # The supervisor inside each local sandbox's jail: static (the jail's
 # rootfs may be any tree), never sanitized (it runs in the jail, not in
-# lash), embedded in the library (src/5-backend/local/jaild/blob.S).
-$(BUILD)/jaild/lash-jaild: src/5-backend/local/jaild/jaild.c src/5-backend/local/sandbox_jaild.h
+# lash), embedded in the library (src/5-backend/local/prim/jaild/blob.S).
+$(BUILD)/jaild/lash-jaild: src/5-backend/local/prim/jaild/jaild.c src/5-backend/local/prim/jaild/sandbox_jaild.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE $(INCS) -static -s -o $@ src/5-backend/local/jaild/jaild.c
+	$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE $(INCS) -static -s -o $@ src/5-backend/local/prim/jaild/jaild.c
 
-$(BUILD)/obj/jaild_blob.o: src/5-backend/local/jaild/blob.S $(BUILD)/jaild/lash-jaild
+$(BUILD)/obj/jaild_blob.o: src/5-backend/local/prim/jaild/blob.S $(BUILD)/jaild/lash-jaild
 	@mkdir -p $(dir $@)
-	$(CC) -c -DJAILD_PATH='"$(abspath $(BUILD))/jaild/lash-jaild"' -o $@ src/5-backend/local/jaild/blob.S
+	$(CC) -c -DJAILD_PATH='"$(abspath $(BUILD))/jaild/lash-jaild"' -o $@ src/5-backend/local/prim/jaild/blob.S
 
 $(BUILD)/luac/%.luac: lua/%.lua
 	@mkdir -p $(dir $@)

@@ -12,7 +12,7 @@ BUILD=${LASH_BUILD:-build}
 [ -f "$BUILD/liblash_internal.a" ] || make -s "$BUILD/liblash_internal.a" >&2
 mkdir -p "$BUILD/bench"
 bin=$BUILD/bench/output_bench
-cc -O2 -Wall -Wextra -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli bench/output_bench.c "$BUILD/liblash_internal.a" -o "$bin"
+cc -O2 -Wall -Wextra -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local/prim -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli bench/output_bench.c "$BUILD/liblash_internal.a" -o "$bin"
 
 # best SECONDS of three runs of: $bin ARGS...; sets secs, bytes, rss, hwm
 best() {

@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 B=${LASH_BUILD:-build}
 BENCH=$(basename "$0" .sh)
-LASH_INC="-Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli"
+LASH_INC="-Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local/prim -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli"
 out=$B/bench
 mkdir -p "$out"
 # (a+x: a sandbox as root runs as a uid of its own and must reach its state)

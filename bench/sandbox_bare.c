@@ -10,7 +10,9 @@
 **
 ** usage: sandbox_bare N STATE_ROOT ID WORKDIR BWRAP CMD [ARGS...]
 */
-#include "sandbox_local_int.h"
+#include "sandbox_jail.h"
+#include "sandbox_cgroup.h"
+#include "sandbox_disk.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -15,7 +15,7 @@ SECS=${FUZZ_SECONDS:-30}
 CLANG=${CLANG:-clang}
 OUT=${FUZZ_BUILD:-build/fuzz}
 FLAGS=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=undefined -D_GNU_SOURCE -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli)
+       -fno-sanitize-recover=undefined -D_GNU_SOURCE -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local/prim -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli)
 
 if ! command -v "$CLANG" >/dev/null; then
   echo "fuzz: $CLANG not found; install clang (apt-get install clang) or set CLANG=" >&2

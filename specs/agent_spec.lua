@@ -45,6 +45,14 @@ describe("lash.agent definitions", function()
   end)
 end)
 
+describe("a failed run's history", function()
+  it("is a list, encoded [] even when the run failed before any message", function()
+    local ok, err = pcall(function() return lash.agent { model = "nope:x" }:run("hi") end)
+    assert.is_false(ok)
+    assert.equal("[]", json.encode(rawget(err, "messages")))
+  end)
+end)
+
 describe("run options toolsets and host", function()
   local function names(tools)
     local out = {}

@@ -11,7 +11,8 @@
 -- `cli.exit_code`, maps either's kind to its code. A command with `json_final = true` (`lash run`)
 -- prints one final JSON line for every outcome when given `--json`; one
 -- with `json_errors = true` prints a JSON line for a failure under `--json`.
--- A command with `signals = true` runs with SIGINT, SIGTERM and SIGHUP read
+-- A command with `signals = true` runs with SIGINT, SIGTERM, SIGHUP, SIGQUIT
+-- and SIGPIPE (stdout's reader went away; quietly) read
 -- on the loop (the host's `trap`): the first cancels everything and cleans
 -- up within the shutdown bound, a second exits at once; the exit code is
 -- then 128 + the signal's number.
@@ -40,7 +41,7 @@ cli.EXIT = {
   timed_out = 124,  -- sandbox exec: the command hit its deadline
   exec_failed = 125, -- sandbox exec: the command could not be started
   cancelled = 1,    -- cancelled with no signal behind it (with signal N: 128 + N)
-  -- cancelled by a signal: 128 + its number (129 SIGHUP, 130 SIGINT, 143 SIGTERM)
+  -- cancelled by a signal: 128 + its number (129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 141 SIGPIPE, 143 SIGTERM)
 }
 
 -- The table as `lash --help` and the README show it.
@@ -58,7 +59,7 @@ local EXIT_ROWS = {
   { "10", "a guardrail's tripwire or a lifecycle hook stopped the run" },
   { "124", "sandbox exec: the command timed out" },
   { "125", "sandbox exec: the command could not be started" },
-  { "128+N", "cancelled by signal N: 129 SIGHUP, 130 SIGINT, 143 SIGTERM" },
+  { "128+N", "cancelled by signal N: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 141 SIGPIPE, 143 SIGTERM" },
   { "other", "sandbox exec: the command's own exit code" },
 }
 
@@ -78,7 +79,7 @@ local KIND = {
 -- 128 + its number.
 -- @treturn integer the exit code
 -- @treturn string the row of cli.EXIT it maps to
-local SIGNO = { SIGHUP = 1, SIGINT = 2, SIGTERM = 15 }
+local SIGNO = { SIGHUP = 1, SIGINT = 2, SIGQUIT = 3, SIGPIPE = 13, SIGTERM = 15 }
 
 function cli.exit_code(kind, signal)
   local row = KIND[kind] or kind
@@ -227,7 +228,7 @@ local function help()
   lines[#lines + 1] = "  --help             show this help (or `lash <command> --help`)"
   lines[#lines + 1] = "  --version          print the version"
   lines[#lines + 1] = "  --memory-limit N   cap the Lua heap (e.g. 512M); also LASH_MEMORY_LIMIT"
-  lines[#lines + 1] = "  --shutdown-timeout S  after SIGINT/SIGTERM/SIGHUP, how long cleanup may take"
+  lines[#lines + 1] = "  --shutdown-timeout S  after a signal (INT, TERM, HUP, QUIT, PIPE), how long cleanup may take"
   lines[#lines + 1] = "                     (default 10); also LASH_SHUTDOWN_TIMEOUT. A second"
   lines[#lines + 1] = "                     signal exits at once."
   lines[#lines + 1] = ""
@@ -310,7 +311,7 @@ end
 --- Run the CLI with the process arguments; returns the exit code.
 -- @tparam table argv arg-style table (argv[0] the program)
 -- @tparam[opt] table host what the program hosting the CLI offers:
---   `trap(seconds)` (watch SIGINT/SIGTERM/SIGHUP on the loop, with that
+--   `trap(seconds)` (watch SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGPIPE on the loop, with that
 --   shutdown bound) and `signal()` (the first signal caught: number, name)
 function cli.main(argv, host)
   cli.host = host   -- for commands that need the program (chat: host.term)
@@ -374,7 +375,9 @@ function cli.main(argv, host)
     -- failure other than the cancellation itself is still said)
     if o.exit_code ~= 0 and o.kind ~= "cancelled" then report(first, cmd, o) end
     o = { kind = "cancelled", signal = signame, exit_code = 128 + signo, message = "stopped by " .. signame,
-          session = o.session }
+          session = o.session,
+          -- the reader of stdout went away (| head): not worth a word
+          printed = signame == "SIGPIPE" or nil }
   end
   report(first, cmd, o)
   if json and (cmd.json_final or o.exit_code ~= 0) then

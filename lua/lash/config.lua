@@ -46,7 +46,7 @@ end
 -- @treturn string "LASH_CONFIG" or "XDG_CONFIG_HOME" (the variable that chose
 --   it), else "default"
 function M.path(getenv)
-  return paths.user_file(getenv, "LASH_CONFIG", "XDG_CONFIG_HOME", ".config", "config.lua")
+  return paths.user_file(getenv, "LASH_CONFIG", "config", "config.lua")
 end
 
 local function expand_home(p)
@@ -208,7 +208,10 @@ end
 -- @return config table, path; or nil, message
 function M.load(path)
   local why
-  if not path then path, why = M.path() end
+  if not path then
+    path, why = M.path()
+    if not path then return {}, nil, false end -- no directory for it (no HOME): no config
+  end
   local f, ferr = io.open(path, "rb")
   if not f then
     if why ~= nil and why ~= "LASH_CONFIG" and ferr:find("No such file", 1, true) then return {}, path, false end

@@ -1,8 +1,13 @@
 --- lash.paths: where lash keeps a user's files, by the XDG base directory
--- rules: a variable naming the file itself wins, then `$XDG_*_HOME/lash/`,
--- then the XDG default under $HOME. The config file (lash.config) and the
--- sessions database (lash.sessions) are found here.
+-- rules: a variable naming the file itself wins, then lash's own directory
+-- (`$XDG_CONFIG_HOME/lash`, `$XDG_STATE_HOME/lash`, else under $HOME). The
+-- directory comes from the one resolver lash has (C, `lash.sys.user_dir`),
+-- which the local sandboxes' state root uses too; the config file
+-- (lash.config), the sessions database (lash.sessions), the chat history and
+-- MCP tokens are found here.
 -- @module lash.paths
+local runtime = require "lash.runtime"
+
 local M = {}
 
 local function nonempty(s)
@@ -10,21 +15,31 @@ local function nonempty(s)
   return s
 end
 
+--- lash's own directory for a kind of files.
+-- @tparam string kind "config" or "state"
+-- @tparam[opt] function getenv (os.getenv, or a table's lookup in tests)
+-- @treturn string the directory (not made), or nil
+-- @treturn string the variable that chose it ("XDG_STATE_HOME", "HOME", ...),
+--   or the reason there is none
+function M.user_dir(kind, getenv)
+  return runtime.sys.user_dir(kind, getenv or os.getenv)
+end
+
 --- The path of one of lash's per-user files, and why there.
 -- @tparam function getenv (os.getenv, or a table's lookup in tests)
 -- @tparam string override the variable naming the file, e.g. "LASH_CONFIG"
--- @tparam string xdg the base directory variable, e.g. "XDG_CONFIG_HOME"
--- @tparam string home_default that directory's default under $HOME, e.g. ".config"
--- @tparam string name the file under lash/, e.g. "config.lua"
--- @treturn string the path
--- @treturn string `override` or `xdg` (the variable it came from), or "default"
-function M.user_file(getenv, override, xdg, home_default, name)
+-- @tparam string kind "config" or "state"
+-- @tparam string name the file under lash's directory, e.g. "config.lua"
+-- @treturn string the path, or nil when there is no directory for it
+-- @treturn string `override`, the XDG variable, or "default" (under $HOME);
+--   or the reason there is none
+function M.user_file(getenv, override, kind, name)
   getenv = getenv or os.getenv
   local p = nonempty(getenv(override))
   if p then return p, override end
-  local base = nonempty(getenv(xdg))
-  if base then return base .. "/lash/" .. name, xdg end
-  return (nonempty(getenv("HOME")) or ".") .. "/" .. home_default .. "/lash/" .. name, "default"
+  local dir, from = M.user_dir(kind, getenv)
+  if not dir then return nil, from end
+  return dir .. "/" .. name, from == "HOME" and "default" or from
 end
 
 return M

@@ -99,7 +99,7 @@ end
 -- @treturn string path
 -- @treturn string what chose it: "LASH_SESSIONS_DB", "XDG_STATE_HOME" or "default"
 function M.path(getenv)
-  return paths.user_file(getenv, "LASH_SESSIONS_DB", "XDG_STATE_HOME", ".local/state", "sessions.db")
+  return paths.user_file(getenv, "LASH_SESSIONS_DB", "state", "sessions.db")
 end
 
 local function now_ms()
@@ -232,7 +232,11 @@ end
 -- @raise a `store` error naming the file and what to do
 function M.open(path, opts)
   opts = opts or {}
-  path = path or M.path()
+  if not path then
+    local why
+    path, why = M.path()
+    if not path then error(store_error("no place for the sessions database: " .. why, "cantopen"), 0) end
+  end
   local dir = path:match("^(.*)/[^/]*$")
   if dir and dir ~= "" then
     local ok, err = runtime.sys.mkdirs(dir, 448) -- 0700: conversations are private

@@ -113,8 +113,9 @@
 **
 ** ---- registering -------------------------------------------------------------
 ** A C backend defines `const lash_sandbox_backend lash_sandbox_backend_NAME`
-** and adds X(NAME) to LASH_SANDBOX_BACKENDS below (a strong reference: a
-** weak one would not pull the backend's object out of liblash.a). Lua
+** and adds X(NAME) to LASH_SANDBOX_BACKENDS in src/6-lua/lsandbox.c, the
+** layer that registers them (a strong reference: a weak one would not pull
+** the backend's object out of liblash.a). Lua
 ** backends use lash.sandbox.register_backend(name, {slot = function, ...,
 ** create_options = {...}, config_options = {...}, default_workdir = "..."}),
 ** with the same slots and conventions.
@@ -160,15 +161,6 @@ typedef struct lash_sandbox_backend {
   lua_CFunction spawn;                       /* optional (NULL) */
   lua_CFunction persist;                     /* optional (NULL) */
 } lash_sandbox_backend;
-
-#define LASH_SANDBOX_BACKENDS(X) \
-  X(local)                       \
-  X(modal)
-
-#define LASH_SB_DECLARE(name) \
-  extern const lash_sandbox_backend lash_sandbox_backend_##name;
-LASH_SANDBOX_BACKENDS(LASH_SB_DECLARE)
-#undef LASH_SB_DECLARE
 
 /* Push a sandbox error object: kind (LASH_SB_*), code (may be NULL),
 ** message; retryable and terminal follow from the kind. */

@@ -384,6 +384,16 @@ static const luaL_Reg funcs[] = {
   {NULL, NULL}
 };
 
+/* The built-in backends (layer 5), each defined by its own directory. */
+#define LASH_SANDBOX_BACKENDS(X) \
+  X(local)                       \
+  X(modal)
+
+#define LASH_SB_DECLARE(name) \
+  extern const lash_sandbox_backend lash_sandbox_backend_##name;
+LASH_SANDBOX_BACKENDS(LASH_SB_DECLARE)
+#undef LASH_SB_DECLARE
+
 int lash_open_sandbox(lua_State *L) {
   lash_runtime_open(L);
   if (luaL_newmetatable(L, LASH_SB_MT)) {

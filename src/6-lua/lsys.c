@@ -9,6 +9,7 @@
 #include "budget.h"
 #include "modules.h"
 #include "runtime.h"
+#include "userdir.h"
 
 #include <errno.h>
 #include <string.h>
@@ -87,35 +88,73 @@ static int l_mkdirs(lua_State *L) {
   size_t n;
   const char *path = luaL_checklstring(L, 1, &n);
   lua_Integer mode = luaL_optinteger(L, 2, 0700);
+  int rc;
   luaL_argcheck(L, n > 0 && n < 4096, 1, "a path of 1..4095 bytes");
-  char buf[4096];
-  memcpy(buf, path, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (buf[i] != '/' && buf[i] != '\0') continue;
-    char c = buf[i];
-    buf[i] = '\0';
-    if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST) {
-      lua_pushnil(L);
-      lua_pushfstring(L, "cannot create %s: %s", buf, strerror(errno));
-      return 2;
-    }
-    buf[i] = c;
+  rc = lash_mkdirs(path, (unsigned)mode);
+  if (rc == 0) {
+    lua_pushboolean(L, 1);
+    return 1;
   }
-  struct stat st;
-  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+  lua_pushnil(L);
+  if (rc == -ENOTDIR) lua_pushfstring(L, "%s exists and is not a directory", path);
+  else lua_pushfstring(L, "cannot create %s: %s", path, strerror(-rc));
+  return 2;
+}
+
+/* lash_getenv_fn over the values user_dir looked up in Lua. */
+typedef struct { const char *xdg, *home; } env_pair;
+static const char *pair_getenv(void *ud, const char *name) {
+  env_pair *e = ud;
+  return strcmp(name, "HOME") == 0 ? e->home : e->xdg;
+}
+
+/*** user_dir(kind [, getenv]) -> path, from | nil, message: lash's own
+** directory of kind ("config" or "state") by the XDG rules (userdir.h),
+** reading the environment through getenv (default os.getenv); from names
+** the variable that chose it. */
+static int l_user_dir(lua_State *L) {
+  static const char *const kinds[] = {"config", "state", NULL};
+  int kind = luaL_checkoption(L, 1, NULL, kinds);
+  const char *from;
+  char out[4096];
+  env_pair e;
+  int rc;
+  lua_settop(L, 2);
+  if (lua_isnil(L, 2)) {
+    lua_getglobal(L, "os");
+    lua_getfield(L, -1, "getenv");
+    lua_replace(L, 2);
+    lua_pop(L, 1);
+  }
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_pushvalue(L, 2);
+  lua_pushstring(L, kind == 0 ? "XDG_CONFIG_HOME" : "XDG_STATE_HOME");
+  lua_call(L, 1, 1);                                   /* 3 */
+  lua_pushvalue(L, 2);
+  lua_pushliteral(L, "HOME");
+  lua_call(L, 1, 1);                                   /* 4 */
+  e.xdg = lua_type(L, 3) == LUA_TSTRING ? lua_tostring(L, 3) : NULL;
+  e.home = lua_type(L, 4) == LUA_TSTRING ? lua_tostring(L, 4) : NULL;
+  rc = lash_user_dir(kind == 0 ? LASH_USER_CONFIG : LASH_USER_STATE, pair_getenv, &e,
+                     out, sizeof out, &from);
+  if (rc != 0) {
     lua_pushnil(L);
-    lua_pushfstring(L, "%s exists and is not a directory", path);
+    lua_pushfstring(L, rc == -ENOENT
+                           ? "no directory for lash's %s files: set $%s or $HOME to an absolute path"
+                           : "lash's %s directory: the path under $%s is too long",
+                    kinds[kind], kind == 0 ? "XDG_CONFIG_HOME" : "XDG_STATE_HOME");
     return 2;
   }
-  lua_pushboolean(L, 1);
-  return 1;
+  lua_pushstring(L, out);
+  lua_pushstring(L, from);
+  return 2;
 }
 
 int lash_open_sys(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"isatty", l_isatty}, {"getpid", l_getpid}, {"memory", l_memory},
     {"random", l_random}, {"time", l_time}, {"alive", l_alive},
-    {"mkdirs", l_mkdirs},
+    {"mkdirs", l_mkdirs}, {"user_dir", l_user_dir},
     {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;

@@ -5,8 +5,10 @@
 ** be in place before the Lua state exists.
 **
 ** It also owns the process's signals, which the library never touches:
-** cli.lua asks for them (host.trap) and SIGINT, SIGTERM and SIGHUP are then
-** read on lash's loop through a signalfd. The first cancels every task
+** cli.lua asks for them (host.trap) and SIGINT, SIGTERM, SIGHUP, SIGQUIT and
+** SIGPIPE are then read on lash's loop through a signalfd. SIGPIPE (the
+** reader of stdout went away, as with `| head -1`) stops lash quietly; a
+** blocked SIGPIPE also turns the failed write into EPIPE. The first cancels every task
 ** (runs unwind: owned sandboxes destroyed, holder marks released, commands
 ** killed) and arms the shutdown bound; the second signal, or the bound
 ** running out, aborts: every wait left fails at once, so what remains of
@@ -75,6 +77,8 @@ static const char *signame(int signo) {
     case SIGINT: return "SIGINT";
     case SIGTERM: return "SIGTERM";
     case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGPIPE: return "SIGPIPE";
     default: return "signal";
   }
 }
@@ -90,12 +94,17 @@ static void on_bound(lash_loop *loop, lash_timer *t) {
 static void on_signal(lash_loop *loop, lash_signal *s, int signo) {
   cli_signals *cs = s->data;
   if (cli_term_signal(cs->term, signo)) return;
+  /* every later write to the closed pipe raises another SIGPIPE: only the
+  ** first counts, or the cleanup it started would be cut short */
+  if (signo == SIGPIPE && cs->count > 0) return;
   cs->count++;
   if (cs->count == 1) {
     cs->signo = signo;
-    fprintf(stderr, "\nlash: %s: stopping (cancelling, cleaning up for at "
-            "most %.0fs; send it again to exit at once)\n", signame(signo),
-            cs->bound_ns / 1e9);
+    /* nobody reads what lash writes any more: no need to say anything */
+    if (signo != SIGPIPE)
+      fprintf(stderr, "\nlash: %s: stopping (cancelling, cleaning up for at "
+              "most %.0fs; send it again to exit at once)\n", signame(signo),
+              cs->bound_ns / 1e9);
     lash_runtime_cancel_tasks(cs->rt);
     lash_timer_start(loop, &cs->bound, cs->bound_ns, on_bound, cs);
     /* the last resort, outside the loop: SIGALRM's default action */
@@ -107,11 +116,12 @@ static void on_signal(lash_loop *loop, lash_signal *s, int signo) {
   }
 }
 
-/* host.trap(seconds): read SIGINT, SIGTERM and SIGHUP on the loop from now
-** on, with `seconds` as the shutdown bound. Returns true, or nil and why. */
+/* host.trap(seconds): read SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE on
+** the loop from now on, with `seconds` as the shutdown bound. Returns true,
+** or nil and why. */
 static int host_trap(lua_State *L) {
   cli_signals *cs = lua_touserdata(L, lua_upvalueindex(1));
-  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
   double secs = luaL_checknumber(L, 1);
   int rc;
   luaL_argcheck(L, secs > 0 && secs <= 86400, 1,
@@ -125,7 +135,7 @@ static int host_trap(lua_State *L) {
   cs->rt = lash_runtime_get(L);
   cs->loop = lash_runtime_loop(L);
   lash_timer_init(&cs->bound);
-  rc = lash_signal_start(cs->loop, &cs->sig, sigs, 3, on_signal, cs);
+  rc = lash_signal_start(cs->loop, &cs->sig, sigs, 5, on_signal, cs);
   if (rc != 0) {
     luaL_pushfail(L);
     lua_pushfstring(L, "cannot watch signals: %s", strerror(-rc));

@@ -80,7 +80,7 @@ line 'CYCLE     #' && line 'src/a.c [2-runtime] -> src/b.c [2-runtime]: calls b_
 ok $? "a cycle within a layer is a CYCLE, each of its arrows on a line"
 line 'SIDEWAYS  src/local.c [5-backend/local] -> src/modal.c [5-backend/modal]: calls modal_fn'
 ok $? "one backend calling the other is SIDEWAYS"
-line 'LUA-API   src/lua1.c [1-base]: include "lua.h"'
+line 'LUA-API   src/lua1.c [1-base, Lua-free]: include "lua.h"'
 ok $? "layer 1 including a Lua header is refused"
 line 'UNPLACED  src/new.c: no layer'
 ok $? "a C file with no layer is UNPLACED"
@@ -116,6 +116,32 @@ plant_c "$m" src/1-base/up.c 'int core_fn(void); int up_fn(void); int up_fn(void
 run_check "$m"
 [ "$rc" = 1 ] && line 'UP        src/1-base/up.c [1-base] -> src/6-lua/core.c [6-lua]: calls core_fn'
 ok $? "an upward call between layer directories fails"
+
+rm -f "$m/src/1-base/up.c" "$m/build/obj/1-base/up.o"
+
+# --- a sublayer: a group inside another sits below it; lua-free groups ---
+printf 'lua-free 5-backend/local/prim\n' >> "$m/tools/layers.txt"
+mkdir -p "$m/src/5-backend/local/prim"
+plant_c "$m" src/5-backend/local/prim/prim.h 'int prim_fn(void);'
+plant_c "$m" src/5-backend/local/prim/prim.c '#include "prim.h"
+int prim_fn(void) { return 4; }'
+plant_c "$m" src/5-backend/local/slot.c '#include "prim/prim.h"
+int slot_fn(void); int slot_fn(void) { return prim_fn(); }'
+run_check "$m"
+[ "$rc" = 0 ] && line 'sublayers: 5-backend/local/prim (Lua-free) below 5-backend/local'
+ok $? "a group calling into the sublayer it holds passes, and the summary names the sublayer"
+plant_c "$m" src/5-backend/local/prim/back.c 'int slot_fn(void); int back_fn(void); int back_fn(void) { return slot_fn(); }'
+run_check "$m"
+[ "$rc" = 1 ] && line 'UP        src/5-backend/local/prim/back.c [5-backend/local/prim] -> src/5-backend/local/slot.c [5-backend/local]: calls slot_fn (a sublayer reaches into the group that holds it)'
+ok $? "a sublayer calling up into the group that holds it is UP"
+rm -f "$m/src/5-backend/local/prim/back.c" "$m/build/obj/5-backend/local/prim/back.o"
+plant_c "$m" src/5-backend/local/luaish.h '#include "lua.h"'
+plant_c "$m" src/5-backend/local/prim/lua2.c '#include "luaish.h"'
+plant_c "$m" src/5-backend/local/prim/lua3.c 'int lua_gettop(void *L); int lua3_fn(void *L); int lua3_fn(void *L) { return lua_gettop(L); }'
+run_check "$m"
+[ "$rc" = 1 ] && line 'LUA-API   src/5-backend/local/prim/lua2.c [5-backend/local/prim, Lua-free]: include "luaish.h" (include "lua.h")' &&
+  line 'LUA-API   src/5-backend/local/prim/lua3.c [5-backend/local/prim, Lua-free]: calls lua_gettop'
+ok $? "a Lua-free sublayer including Lua through a header, or calling Lua's API, is LUA-API"
 
 run_check "$m" --build "$plant/nowhere"
 [ "$rc" = 2 ] && line 'build first'

@@ -35,7 +35,7 @@ check_run() {
   [ $failed -ne 0 ] && sed 's/^/# /' "$log"
 }
 
-cc $cflags -Wall -Wextra -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli $(pkg-config --cflags luajit) -o "$tmp/host" "$src" \
+cc $cflags -Wall -Wextra -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local/prim -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli $(pkg-config --cflags luajit) -o "$tmp/host" "$src" \
   -L"$absb" -llash -Wl,-rpath,"$absb" $(pkg-config --libs luajit) >"$tmp/log" 2>&1
 rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$tmp/log"
 ok $rc "host.c builds with -llash -lluajit-5.1"
@@ -46,7 +46,7 @@ ok $? "the host loads liblash.so.0 and LuaJIT, and no Lua 5.4 library ($libs)"
 check_run "shared" "$tmp/run.log" $?
 
 if [ -f "$luajit_a" ]; then
-  cc $cflags -Wall -Wextra -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli $(pkg-config --cflags luajit) -o "$tmp/host-static" "$src" \
+  cc $cflags -Wall -Wextra -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local/prim -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli $(pkg-config --cflags luajit) -o "$tmp/host-static" "$src" \
     "$B/liblash.a" "$luajit_a" $(pkg-config --libs libcurl sqlite3) -lm -ldl >"$tmp/log" 2>&1
   rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$tmp/log"
   ok $rc "host.c links liblash.a and libluajit-5.1.a statically (no duplicate symbol)"

@@ -11,7 +11,7 @@ new_tmp tmp
 absb=$(cd "$B" && pwd)
 cflags="-O1"   # under make check, the host is sanitized like the library
 [ -n "${LASH_SANITIZED:-}" ] && cflags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined"
-cc $cflags -Wall -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli -o "$tmp/host" tests/integration/hosts/lookup_host.c -L"$absb" -llash -Wl,-rpath,"$absb" \
+cc $cflags -Wall -Isrc/1-base -Isrc/2-runtime -Isrc/3-transport -Isrc/4-sandbox -Isrc/5-backend/local/prim -Isrc/5-backend/local -Isrc/5-backend/modal -Isrc/6-lua -Isrc/7-embed -Isrc/8-cli -o "$tmp/host" tests/integration/hosts/lookup_host.c -L"$absb" -llash -Wl,-rpath,"$absb" \
   || { not_ok "the host builds"; done_testing; }
 src='local f
 for _, v in pairs(require "lash.agent") do if type(v) == "function" then f = v break end end

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/integration/test_signals.sh: real signals to a real `lash run`,
+# tests/integration/test_signals.sh: real signals (TERM, INT, HUP, QUIT, and
+# PIPE from a closed pipe) to a real `lash run`,
 # `lash sandbox exec` and `lash mcp serve --http` while a command runs in a
 # real local sandbox or on the Modal fake: the exit code is 128+N, owned
 # sandboxes are gone (on the fake: terminated), holder marks released, no
@@ -57,6 +58,27 @@ run_case() {
 run_case TERM pid 143
 run_case INT group 130
 run_case HUP pid 129
+run_case QUIT pid 131
+
+# a closed pipe (lash run ... | head -1) is a SIGPIPE: it stops the run
+# quietly and cleans up like SIGTERM, both owned sandboxes of the spec
+cat >"$work/pipe.lua" <<LUA
+local lash = require "lash"
+return lash.agent {
+  model = function(messages)
+    if #messages < 6 then
+      return { tool_calls = { { name = "run_command", args = { command = "sleep 1; echo $mark" } },
+                              { name = "x_run_command", args = { command = "sleep 1" } } } }
+    end
+    return "done"
+  end,
+  capabilities = { lash.sandbox_capability {}, lash.prefix_tools { prefix = "x", capability = lash.sandbox_capability {} } },
+}
+LUA
+( "$LASH" run "$work/pipe.lua" go --no-stream 2>"$work/err"; echo "$?" >"$work/rc" ) | head -1 >/dev/null
+check "SIGPIPE: exit 141 (got $(cat "$work/rc"))" test "$(cat "$work/rc")" = 141
+check "SIGPIPE: both owned sandboxes are gone" test "$("$LASH" sandbox list --json)" = "[]"
+check "SIGPIPE: nothing said on stderr (the reader left; that is not an error)" test ! -s "$work/err"
 # sandbox exec interrupted kills its command
 ID=$("$LASH" sandbox create --timeout 300)
 "$LASH" sandbox exec "$ID" -- sh -c "$mark" 2>/dev/null & pid=$!

@@ -7,7 +7,9 @@
 ** job records, and the reservation of host uids.
 */
 #include "t.h"
-#include "sandbox_local_int.h"
+#include "sandbox_jail.h"
+#include "sandbox_cgroup.h"
+#include "sandbox_disk.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,8 +124,8 @@ static void test_boxes(void) {
   pid_t pid;
   int st;
   snprintf(root, sizeof root, "%s/state", base);
-  T_EQ_INT(lsb_mkdirs(root, 0711), 0, "mkdirs makes the state root");
-  T_EQ_INT(lsb_mkdirs(root, 0711), 0, "mkdirs again is fine");
+  T_EQ_INT(lash_mkdirs(root, 0711), 0, "mkdirs makes the state root");
+  T_EQ_INT(lash_mkdirs(root, 0711), 0, "mkdirs again is fine");
   lsb_id_new(id);
   T_EQ_INT(lsb_box_open(root, id, 0, &b), -ENOENT, "a missing sandbox is ENOENT");
   T_EQ_INT(lsb_box_open(root, "../x", 0, &b), -EINVAL, "a bad id is EINVAL");
@@ -499,7 +501,7 @@ static void test_jobs(void) {
   pid_t pid;
   int st;
   snprintf(root, sizeof root, "%s/jobs", base);
-  lsb_mkdirs(root, 0711);
+  lash_mkdirs(root, 0711);
   lsb_id_new(id);
   lsb_box_create(root, id, &b);
   pid = fork();

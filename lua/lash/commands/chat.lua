@@ -93,17 +93,11 @@ local function parse_args(args, cli)
   return cli.parse_options(args, OPTIONS)
 end
 
---- Where the input history lives: $XDG_STATE_HOME/lash/chat_history, or
--- ~/.local/state/lash/chat_history.
+--- Where the input history lives: chat_history in lash's state directory
+-- ($XDG_STATE_HOME/lash, else ~/.local/state/lash); nil without one.
 function M.history_path(getenv)
-  getenv = getenv or os.getenv
-  local state = getenv("XDG_STATE_HOME")
-  if not state or state == "" or state:sub(1, 1) ~= "/" then
-    local home = getenv("HOME")
-    if not home or home == "" then return nil end
-    state = home .. "/.local/state"
-  end
-  return state .. "/lash/chat_history"
+  local dir = require("lash.paths").user_dir("state", getenv)
+  return dir and dir .. "/chat_history"
 end
 
 local Session = {}

@@ -132,15 +132,11 @@ end
 -- The store: one 0600 JSON file per server URL
 
 local function default_token_file(url)
-  local base = os.getenv("XDG_STATE_HOME")
-  if not base or base == "" then
-    local home = os.getenv("HOME")
-    if not home or home == "" then return nil end
-    base = home .. "/.local/state"
-  end
+  local base = require("lash.paths").user_dir("state")
+  if not base then return nil end
   local digest = runtime.secret.sha256(url)
   local hex = digest:sub(1, 12):gsub(".", function(c) return string.format("%02x", c:byte()) end)
-  return base .. "/lash/mcp-oauth/" .. hex .. ".json"
+  return base .. "/mcp-oauth/" .. hex .. ".json"
 end
 M.default_token_file = default_token_file
 

@@ -11,11 +11,10 @@
 ** and gc, and the vtable tying the slots together.
 */
 #include "sandbox.h"
-#include "sandbox_local_int.h"
 #include "sandbox_local_box.h"
-#include "sandbox_local_snapshot.h"
+#include "sandbox_snapshot.h"
 #include "sandbox_seccomp.h"
-#include "sandbox_jaild.h"
+#include "jaild/sandbox_jaild.h"
 #include "sandbox_super.h"
 #include "output.h"
 #include "runtime.h"
@@ -446,8 +445,8 @@ static int create_cgroup(lua_State *L, const char *id, const char *path,
   char reason[1024];
   int rc;
   lua_getfield(L, meta_idx, "limits");
-  pids = (uint64_t)lsbl_mnum(L, -1, "pids", 0);
-  memory = (uint64_t)lsbl_mnum(L, -1, "memory", 0);
+  pids = (uint64_t)local_mnum(L, -1, "pids", 0);
+  memory = (uint64_t)local_mnum(L, -1, "memory", 0);
   lua_pop(L, 1);
   if (!pids && !memory) {
     /* nothing to bound: no group either */
@@ -482,7 +481,7 @@ static int create_cgroup(lua_State *L, const char *id, const char *path,
   }
   lua_pushstring(L, "none");
   lua_setfield(L, meta_idx, "cgroup");
-  if (lsbl_first_time(L, "lash.sandbox.local.cgroup_warned"))
+  if (local_first_time(L, "lash.sandbox.local.cgroup_warned"))
     lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
                      "local sandboxes get no cgroup of their own (%s): their "
                      "memory is bounded only per process (limits.address_space)"
@@ -513,7 +512,7 @@ static int first_in_root(const char *root, const char *marker,
   char *old = NULL;
   size_t len = 0, n = strlen(text);
   int dfd, seen;
-  if (lsb_mkdirs(root, 0711) != 0) return 1;
+  if (lash_mkdirs(root, 0711) != 0) return 1;
   dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return 1;
   seen = lsb_read_all(dfd, marker, 4096, &old, &len) == 0 && len == n &&
@@ -529,7 +528,7 @@ static uint64_t default_disk(lua_State *L, const char *root, int t) {
   uint64_t bytes;
   t = lua_absindex(L, t);
   if (!lsb_disk_usable(why, sizeof why)) {
-    if (lsbl_first_time(L, "lash.sandbox.local.no_disk_warned") &&
+    if (local_first_time(L, "lash.sandbox.local.no_disk_warned") &&
         first_in_root(root, ".no-disk-quota", why))
       lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN,
                        "local sandboxes get no disk quota here: %s. Their "
@@ -561,7 +560,7 @@ static int local_create(lua_State *L) {
   size_t json_len;
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_checktype(L, 2, LUA_TTABLE);
-  lsbl_state_root(L, 1, root, sizeof root);
+  local_state_root(L, 1, root, sizeof root);
   /* an ephemeral sandbox's records skip the fsyncs (four to ten per
   ** create, each milliseconds): it ends with this process, and what a power
   ** cut leaves of it is gc's; detach persists them (local_persist) */
@@ -736,7 +735,7 @@ static int local_create(lua_State *L) {
   ** before taking one more (as the cgroups of such sandboxes are swept) */
   if (disk) lsb_disk_sweep();
   /* create the state root; the jail's uid must be able to reach it */
-  if ((rc = lsb_mkdirs(root, 0711)) != 0)
+  if ((rc = lash_mkdirs(root, 0711)) != 0)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot create the state root "
                        "%s: %s", root, strerror(-rc));
   if (!none && uid != geteuid() && !lsb_traversable(root, uid, gid, where,
@@ -750,7 +749,7 @@ static int local_create(lua_State *L) {
                        strncmp(root, "/var/lib/lash/", 14) == 0 ? ""
                        : ", e.g. /var/lib/lash/sandboxes");
   /* the box: workspace and tmp owned by the jail's uid */
-  b = lsbl_push_box(L);
+  b = local_push_box(L);
   for (tries = 0;; tries++) {
     rc = lsb_box_create(root, id, b);
     if (rc != -EEXIST || tries > 5) break;
@@ -869,13 +868,27 @@ static int local_create(lua_State *L) {
 static int local_snapshot(lua_State *L) {
   char root[LSB_PATH_MAX];
   lsb_box *box;
-  lsbl_meta m;
+  local_meta m;
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 2);
   /* gone and expired sandboxes are refused as by every operation */
-  lsbl_load(L, 1, lsbl_check_id(L, 2), root, sizeof root, &box, &m, 0);
-  (void)box;
-  return lsb_snapshot_slot(L, root);   /* the shared lock is held meanwhile */
+  const char *id = local_check_id(L, 2);
+  char snap[LSB_ID_LEN + 1], err[4 * LSB_PATH_MAX], warn[LSB_PATH_MAX + 256];
+  int rc;
+  local_load(L, 1, id, root, sizeof root, &box, &m, 0);
+  (void)box;   /* its shared lock is held meanwhile */
+  rc = lsb_snapshot_take(root, id, snap, err, sizeof err, warn, sizeof warn);
+  if (warn[0])
+    lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "sandbox %s: %s", id, warn);
+  if (rc == -ENOENT)
+    return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "not_found",
+                              "local sandbox %s is gone (destroyed, collected or never "
+                              "existed)", id);
+  if (rc)
+    return lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot snapshot sandbox %s: %s",
+                              id, err);
+  lua_pushstring(L, snap);
+  return 1;
 }
 
 /* ---- tags, poll ------------------------------------------------------------------ */
@@ -883,9 +896,9 @@ static int local_snapshot(lua_State *L) {
 static int local_read_tags(lua_State *L) {
   char root[LSB_PATH_MAX];
   lsb_box *box;
-  lsbl_meta m;
+  local_meta m;
   luaL_checktype(L, 1, LUA_TTABLE);
-  lsbl_load(L, 1, lsbl_check_id(L, 2), root, sizeof root, &box, &m, 0);
+  local_load(L, 1, local_check_id(L, 2), root, sizeof root, &box, &m, 0);
   if (lua_getfield(L, -1, "tags") != LUA_TTABLE) {
     lua_pop(L, 1);
     lua_newtable(L);
@@ -905,7 +918,7 @@ static void check_tag_map(lua_State *L, int idx) {
 
 static void save_or_raise(lua_State *L, lsb_box *box, int metat,
                           const char *id) {
-  int rc = lsbl_meta_save(L, box, metat);
+  int rc = local_meta_save(L, box, metat);
   if (rc)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot write the metadata of "
                        "sandbox '%s': %s", id, strerror(-rc));
@@ -914,13 +927,13 @@ static void save_or_raise(lua_State *L, lsb_box *box, int metat,
 static int local_write_tags(lua_State *L) {
   char root[LSB_PATH_MAX];
   lsb_box *box;
-  lsbl_meta m;
+  local_meta m;
   const char *id;
   luaL_checktype(L, 1, LUA_TTABLE);
-  id = lsbl_check_id(L, 2);
+  id = local_check_id(L, 2);
   check_tag_map(L, 3);
   lua_settop(L, 3);
-  lsbl_load(L, 1, id, root, sizeof root, &box, &m, 1);   /* 4 box, 5 meta */
+  local_load(L, 1, id, root, sizeof root, &box, &m, 1);   /* 4 box, 5 meta */
   lua_pushvalue(L, 3);
   lua_setfield(L, 5, "tags");
   save_or_raise(L, box, 5, id);
@@ -931,15 +944,15 @@ static int local_write_tags(lua_State *L) {
 static int local_cas_tags(lua_State *L) {
   char root[LSB_PATH_MAX];
   lsb_box *box;
-  lsbl_meta m;
+  local_meta m;
   const char *id;
   int cur, match = 1;
   luaL_checktype(L, 1, LUA_TTABLE);
-  id = lsbl_check_id(L, 2);
+  id = local_check_id(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
   check_tag_map(L, 4);
   lua_settop(L, 4);
-  lsbl_load(L, 1, id, root, sizeof root, &box, &m, 1);   /* 5 box, 6 meta */
+  local_load(L, 1, id, root, sizeof root, &box, &m, 1);   /* 5 box, 6 meta */
   if (lua_getfield(L, 6, "tags") != LUA_TTABLE) {
     lua_pop(L, 1);
     lua_newtable(L);
@@ -972,12 +985,12 @@ static int local_poll(lua_State *L) {
   char root[LSB_PATH_MAX];
   const char *id;
   lsb_box *box;
-  lsbl_meta m;
+  local_meta m;
   int rc;
   luaL_checktype(L, 1, LUA_TTABLE);
-  id = lsbl_check_id(L, 2);
-  lsbl_state_root(L, 1, root, sizeof root);
-  box = lsbl_push_box(L);
+  id = local_check_id(L, 2);
+  local_state_root(L, 1, root, sizeof root);
+  box = local_push_box(L);
   rc = lsb_box_open(root, id, 0, box);
   lua_createtable(L, 0, 3);
   if (rc == -ENOENT) {
@@ -990,8 +1003,8 @@ static int local_poll(lua_State *L) {
   if (rc)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open sandbox '%s': %s",
                        id, strerror(-rc));
-  lsbl_meta_load(L, box, id);
-  lsbl_meta_parse(L, -1, id, &m);
+  local_meta_load(L, box, id);
+  local_meta_parse(L, -1, id, &m);
   lua_pop(L, 1);
   lua_pushboolean(L, lash_wall_now() < m.expires_at);
   lua_setfield(L, -2, "running");
@@ -1009,13 +1022,13 @@ static int local_poll(lua_State *L) {
 ** Returns 1 when it existed, 0 when it was already gone. */
 
 static int destroy_box(lua_State *L, const char *root, const char *id) {
-  lsb_box *box = lsbl_push_box(L);
-  char trash[LSBL_TRASH_MAX];
+  lsb_box *box = local_push_box(L);
+  char trash[LOCAL_TRASH_MAX];
   int rc, i, cg_busy = 0;
   /* our own jail of it first (reaped here); other processes' through the
   ** job records below */
-  lsbl_stop_super(L, root, id);
-  lsbl_forget_kept(L, root, id);
+  local_stop_super(L, root, id);
+  local_forget_kept(L, root, id);
   rc = lsb_box_open(root, id, LSB_LOCK_EX, box);
   if (rc == -ENOENT) {
     lua_pop(L, 1);
@@ -1024,7 +1037,7 @@ static int destroy_box(lua_State *L, const char *root, const char *id) {
   if (rc)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open sandbox '%s': %s",
                        id, strerror(-rc));
-  if ((rc = lsbl_bury(root, id, box, trash, &cg_busy)) != 0) {
+  if ((rc = local_bury(root, id, box, trash, &cg_busy)) != 0) {
     lsb_box_close(box);
     lua_pop(L, 1);
     if (rc == ENOENT) return 0;
@@ -1046,8 +1059,8 @@ static int local_destroy(lua_State *L) {
   char root[LSB_PATH_MAX];
   const char *id;
   luaL_checktype(L, 1, LUA_TTABLE);
-  id = lsbl_check_id(L, 2);
-  lsbl_state_root(L, 1, root, sizeof root);
+  id = local_check_id(L, 2);
+  local_state_root(L, 1, root, sizeof root);
   destroy_box(L, root, id);
   return 0;
 }
@@ -1061,18 +1074,18 @@ static int local_persist(lua_State *L) {
   lsb_box *box;
   int rc, meta, rfd;
   luaL_checktype(L, 1, LUA_TTABLE);
-  id = lsbl_check_id(L, 2);
-  lsbl_state_root(L, 1, root, sizeof root);
-  box = lsbl_push_box(L);
+  id = local_check_id(L, 2);
+  local_state_root(L, 1, root, sizeof root);
+  box = local_push_box(L);
   rc = lsb_box_open(root, id, LSB_LOCK_EX, box);
   if (rc)
     lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone", "cannot keep sandbox "
                        "'%s' past this process: %s", id, strerror(-rc));
-  lsbl_meta_load(L, box, id);
+  local_meta_load(L, box, id);
   meta = lua_gettop(L);
   lua_pushnil(L);
   lua_setfield(L, meta, "ephemeral");
-  rc = lsbl_meta_save(L, box, meta);
+  rc = local_meta_save(L, box, meta);
   if (!rc) rc = lsb_sync_at(box->dirfd, "uid");
   if (!rc) rc = lsb_sync_at(box->dirfd, "cgroup");
   if (!rc) {
@@ -1095,7 +1108,7 @@ static int local_list(lua_State *L) {
   struct dirent *e;
   int n = 0, out;
   luaL_checktype(L, 1, LUA_TTABLE);
-  lsbl_state_root(L, 1, root, sizeof root);
+  local_state_root(L, 1, root, sizeof root);
   lua_newtable(L);
   out = lua_gettop(L);
   /* names first: no DIR* may be open while Lua could raise */
@@ -1116,17 +1129,17 @@ static int local_list(lua_State *L) {
     for (i = 1; i <= k; i++) {
       const char *id;
       lsb_box *box;
-      lsbl_meta m;
+      local_meta m;
       int top = lua_gettop(L);
       lua_rawgeti(L, names, i);
       id = lua_tostring(L, -1);
-      box = lsbl_push_box(L);
+      box = local_push_box(L);
       if (lsb_box_open(root, id, 0, box) != 0) {
         lua_settop(L, top);
         continue;
       }
-      lsbl_meta_load(L, box, id);
-      lsbl_meta_parse(L, -1, id, &m);
+      local_meta_load(L, box, id);
+      local_meta_parse(L, -1, id, &m);
       lua_createtable(L, 0, 6);
       lua_pushstring(L, id);
       lua_setfield(L, -2, "id");
@@ -1170,7 +1183,7 @@ static int local_gc(lua_State *L) {
   int out, names, n = 0, damaged;
   lua_Integer i, k = 0;
   luaL_checktype(L, 1, LUA_TTABLE);
-  lsbl_find_root(L, 1, root, sizeof root);   /* gc does all that reclaim would */
+  local_find_root(L, 1, root, sizeof root);   /* gc does all that reclaim would */
   lsb_disk_sweep();                     /* and frees orphaned quota mounts */
   lsb_disk_templates_gc(root);          /* and disk templates out of use */
   lua_newtable(L);
@@ -1211,7 +1224,7 @@ static int local_gc(lua_State *L) {
       lua_settop(L, top);
       continue;
     }
-    box = lsbl_push_box(L);
+    box = local_push_box(L);
     rc = lsb_box_open(root, name, 0, box);
     damaged = rc == 0 && meta_damaged(L, box);
     if (damaged) {
@@ -1238,9 +1251,9 @@ static int local_gc(lua_State *L) {
       continue;
     }
     if (rc == 0) {
-      lsbl_meta m;
-      lsbl_meta_load(L, box, name);
-      lsbl_meta_parse(L, -1, name, &m);
+      local_meta m;
+      local_meta_load(L, box, name);
+      local_meta_parse(L, -1, name, &m);
       lsb_box_close(box);
       if (lash_wall_now() >= m.expires_at && destroy_box(L, root, name)) {
         lua_pushstring(L, name);
@@ -1259,11 +1272,11 @@ const lash_sandbox_backend lash_sandbox_backend_local = {
   config_options,
   "/workspace",
   local_create,
-  lsbl_exec,
-  lsbl_stat,
-  lsbl_read_file,
-  lsbl_write_file,
-  lsbl_list_dir,
+  local_exec,
+  local_stat,
+  local_read_file,
+  local_write_file,
+  local_list_dir,
   local_read_tags,
   local_write_tags,
   local_poll,
@@ -1273,7 +1286,7 @@ const lash_sandbox_backend lash_sandbox_backend_local = {
   local_gc,
   local_probe,
   local_snapshot,
-  lsbl_spawn,
+  local_spawn,
   local_persist,
 };
 

@@ -1,6 +1,6 @@
 /*
 ** sandbox_local_box.c: a local sandbox's directory as the slots open it
-** (prefix lsbl_, shared with the other Lua-side files of the local
+** (prefix local_, shared with the other Lua-side files of the local
 ** backend through sandbox_local_box.h): the state root (opening one
 ** reclaims sandboxes that expired a while ago, bounded), the lock and the
 ** metadata (meta.json through lash's JSON codec), the expiry check, the
@@ -9,7 +9,6 @@
 ** may raise live in to-be-closed userdata, so an error never leaks them.
 */
 #include "sandbox.h"
-#include "sandbox_local_int.h"
 #include "sandbox_local_box.h"
 #include "output.h"
 #include "runtime.h"
@@ -64,8 +63,8 @@ static void *push_holder(lua_State *L, size_t size, const char *mt,
 }
 
 /* A lock holder that the stack closes on return or error. */
-lsb_box *lsbl_push_box(lua_State *L) {
-  /* its user value: whoever lends it fds (lsbl_push_box_ref) */
+lsb_box *local_push_box(lua_State *L) {
+  /* its user value: whoever lends it fds (local_push_box_ref) */
   lsb_box *b = push_holder(L, sizeof *b, BOX_MT, box_close_mm, 1);
   b->dirfd = b->lockfd = -1;
   b->holds = NULL;
@@ -78,7 +77,7 @@ static int view_close_mm(lua_State *L) {
   return 0;
 }
 
-lsb_view *lsbl_push_view(lua_State *L) {
+lsb_view *local_push_view(lua_State *L) {
   lsb_view *v = push_holder(L, sizeof *v, VIEW_MT, view_close_mm, 0);
   v->n = 0;
   lua_toclose(L, -1);
@@ -90,7 +89,7 @@ lsb_view *lsbl_push_view(lua_State *L) {
 /* The state root: the sandbox's own state_root option, else the embedding
 ** host's (lash_Options.state_root, kept in the registry by state.c), else
 ** lsb_state_root's defaults ($LASH_SANDBOX_ROOT, ...). */
-void lsbl_find_root(lua_State *L, int cfg, char *out, size_t sz) {
+void local_find_root(lua_State *L, int cfg, char *out, size_t sz) {
   const char *conf = NULL;
   int rc, top = lua_gettop(L);
   if (lua_getfield(L, cfg, "state_root") != LUA_TNIL) {
@@ -111,12 +110,12 @@ static void reclaim(lua_State *L, const char *root);
 
 /* The state root, as find_root, for an operation: opening a root reclaims
 ** what expired there a while ago (bounded; see reclaim). */
-void lsbl_state_root(lua_State *L, int cfg, char *out, size_t sz) {
-  lsbl_find_root(L, cfg, out, sz);
+void local_state_root(lua_State *L, int cfg, char *out, size_t sz) {
+  local_find_root(L, cfg, out, sz);
   reclaim(L, out);
 }
 
-const char *lsbl_check_id(lua_State *L, int idx) {
+const char *local_check_id(lua_State *L, int idx) {
   const char *id = luaL_checkstring(L, idx);
   if (!lsb_id_valid(id))
     lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "bad_id",
@@ -126,13 +125,13 @@ const char *lsbl_check_id(lua_State *L, int idx) {
 }
 
 /* Open and lock sandbox id; a sandbox that does not exist is terminal. */
-lsb_box *lsbl_open_box(lua_State *L, const char *root, const char *id,
+lsb_box *local_open_box(lua_State *L, const char *root, const char *id,
                          int exclusive) {
-  return lsbl_open_box_in(L, lsbl_push_box(L), root, id, exclusive);
+  return local_open_box_in(L, local_push_box(L), root, id, exclusive);
 }
 
 /* The same into the (closed) holder b already pushed. */
-lsb_box *lsbl_open_box_in(lua_State *L, lsb_box *b, const char *root,
+lsb_box *local_open_box_in(lua_State *L, lsb_box *b, const char *root,
                           const char *id, int exclusive) {
   int rc = lsb_box_open(root, id, exclusive, b);
   if (rc == -ENOENT)
@@ -159,7 +158,7 @@ static void meta_decode(lua_State *L, int rc, char *data, size_t len,
 }
 
 /* Push the decoded meta.json of the open box. */
-void lsbl_meta_load(lua_State *L, lsb_box *b, const char *id) {
+void local_meta_load(lua_State *L, lsb_box *b, const char *id) {
   char *data = NULL;
   size_t len = 0;
   int rc = lsb_read_all(b->dirfd, "meta.json", META_MAX, &data, &len);
@@ -167,7 +166,7 @@ void lsbl_meta_load(lua_State *L, lsb_box *b, const char *id) {
 }
 
 /* The same from meta.json open at fd. */
-void lsbl_meta_load_fd(lua_State *L, int fd, const char *id) {
+void local_meta_load_fd(lua_State *L, int fd, const char *id) {
   char *data = NULL;
   size_t len = 0;
   int rc = lsb_read_fd(fd, META_MAX, &data, &len);
@@ -175,7 +174,7 @@ void lsbl_meta_load_fd(lua_State *L, int fd, const char *id) {
 }
 
 /* Write the table at idx as meta.json of the open box. */
-int lsbl_meta_save(lua_State *L, lsb_box *b, int idx) {
+int local_meta_save(lua_State *L, lsb_box *b, int idx) {
   const char *s;
   size_t len;
   int ephemeral;
@@ -205,14 +204,14 @@ static const char *mstr(lua_State *L, int t, const char *k, char *out,
   return out;
 }
 
-double lsbl_mnum(lua_State *L, int t, const char *k, double dflt) {
+double local_mnum(lua_State *L, int t, const char *k, double dflt) {
   double v = dflt;
   if (lua_getfield(L, t, k) == LUA_TNUMBER) v = lua_tonumber(L, -1);
   lua_pop(L, 1);
   return v;
 }
 
-void lsbl_meta_parse(lua_State *L, int t, const char *id, lsbl_meta *m) {
+void local_meta_parse(lua_State *L, int t, const char *id, local_meta *m) {
   char iso[16];
   t = lua_absindex(L, t);
   memset(m, 0, sizeof *m);
@@ -222,8 +221,8 @@ void lsbl_meta_parse(lua_State *L, int t, const char *id, lsbl_meta *m) {
   mstr(L, t, "bwrap", m->bwrap, sizeof m->bwrap);
   mstr(L, t, "isolation", iso, sizeof iso);
   m->isolation_none = strcmp(iso, "none") == 0;
-  m->expires_at = lsbl_mnum(L, t, "expires_at", 0);
-  m->timeout = (lua_Integer)lsbl_mnum(L, t, "timeout", 0);
+  m->expires_at = local_mnum(L, t, "expires_at", 0);
+  m->timeout = (lua_Integer)local_mnum(L, t, "timeout", 0);
   {
     char net[8];
     mstr(L, t, "network", net, sizeof net);
@@ -232,19 +231,19 @@ void lsbl_meta_parse(lua_State *L, int t, const char *id, lsbl_meta *m) {
   lua_getfield(L, t, "disable_userns");
   m->disable_userns = lua_toboolean(L, -1);
   lua_pop(L, 1);
-  m->uid = (uid_t)lsbl_mnum(L, t, "uid", (double)getuid());
-  m->gid = (gid_t)lsbl_mnum(L, t, "gid", (double)getgid());
+  m->uid = (uid_t)local_mnum(L, t, "uid", (double)getuid());
+  m->gid = (gid_t)local_mnum(L, t, "gid", (double)getgid());
   m->drop = geteuid() == 0 && m->uid != 0;
   if (lua_getfield(L, t, "limits") == LUA_TTABLE) {
     int l = lua_gettop(L);
-    m->limits.address_space = (uint64_t)lsbl_mnum(L, l, "address_space", 0);
-    m->limits.cpu_seconds = (uint64_t)lsbl_mnum(L, l, "cpu_seconds", 0);
-    m->limits.open_files = (uint64_t)lsbl_mnum(L, l, "open_files", 0);
-    m->limits.processes = (uint64_t)lsbl_mnum(L, l, "processes", 0);
-    m->limits.file_size = (uint64_t)lsbl_mnum(L, l, "file_size", 0);
-    m->limits.memory = (uint64_t)lsbl_mnum(L, l, "memory", 0);
-    m->limits.pids = (uint64_t)lsbl_mnum(L, l, "pids", 0);
-    m->limits.disk = (uint64_t)lsbl_mnum(L, l, "disk", 0);
+    m->limits.address_space = (uint64_t)local_mnum(L, l, "address_space", 0);
+    m->limits.cpu_seconds = (uint64_t)local_mnum(L, l, "cpu_seconds", 0);
+    m->limits.open_files = (uint64_t)local_mnum(L, l, "open_files", 0);
+    m->limits.processes = (uint64_t)local_mnum(L, l, "processes", 0);
+    m->limits.file_size = (uint64_t)local_mnum(L, l, "file_size", 0);
+    m->limits.memory = (uint64_t)local_mnum(L, l, "memory", 0);
+    m->limits.pids = (uint64_t)local_mnum(L, l, "pids", 0);
+    m->limits.disk = (uint64_t)local_mnum(L, l, "disk", 0);
   }
   lua_pop(L, 1);
   if (!m->workdir[0] || !m->rootfs[0])
@@ -253,7 +252,7 @@ void lsbl_meta_parse(lua_State *L, int t, const char *id, lsbl_meta *m) {
                        "destroy it", id);
 }
 
-static void raise_expired(lua_State *L, const lsbl_meta *m) {
+static void raise_expired(lua_State *L, const local_meta *m) {
   char when[64];
   time_t t = (time_t)m->expires_at;
   struct tm tm;
@@ -267,7 +266,7 @@ static void raise_expired(lua_State *L, const lsbl_meta *m) {
 
 /* 1 the first time key is asked for in this state (a warning said once per
 ** process), 0 after. */
-int lsbl_first_time(lua_State *L, const char *key) {
+int local_first_time(lua_State *L, const char *key) {
   int seen = lua_getfield(L, LUA_REGISTRYINDEX, key) != LUA_TNIL;
   lua_pop(L, 1);
   if (seen) return 0;
@@ -282,7 +281,7 @@ static void disk_fallback_warn(lua_State *L, const char *id, const char *box,
                                const char *why) {
   char key[64 + LSB_ID_LEN];
   snprintf(key, sizeof key, "lash.sandbox.local.disk_warned.%s", id);
-  if (lsbl_first_time(L, key))
+  if (local_first_time(L, key))
     lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "sandbox %s has no "
                      "disk quota: %s; its workspace and /tmp share the "
                      "filesystem of %s (each file stays under "
@@ -291,7 +290,7 @@ static void disk_fallback_warn(lua_State *L, const char *id, const char *box,
 }
 
 /* Refuse sandbox m when it has expired. */
-void lsbl_check_expiry(lua_State *L, const lsbl_meta *m) {
+void local_check_expiry(lua_State *L, const local_meta *m) {
   if (lash_wall_now() >= m->expires_at) raise_expired(L, m);
 }
 
@@ -299,8 +298,8 @@ void lsbl_check_expiry(lua_State *L, const lsbl_meta *m) {
 ** mounted again after a reboot. Raises when it cannot be; warns once when
 ** the box goes on without one. Returns 1 when what it found stays so
 ** while the mount table does not change (0: ask again next time). */
-int lsbl_disk_check(lua_State *L, const char *root, lsb_box *box,
-                    const lsbl_meta *m) {
+int local_disk_check(lua_State *L, const char *root, lsb_box *box,
+                    const local_meta *m) {
   char bp[LSB_PATH_MAX + LSB_ID_LEN + 2], why[1024];
   int rc;
   snprintf(bp, sizeof bp, "%s/%s", root, m->id);
@@ -317,14 +316,14 @@ int lsbl_disk_check(lua_State *L, const char *root, lsb_box *box,
 
 /* Open id (shared lock), load and parse its metadata, refuse it expired.
 ** Pushes box (to-be-closed) and the meta table. */
-void lsbl_load(lua_State *L, int cfg, const char *id, char *root,
-                 size_t rootsz, lsb_box **box, lsbl_meta *m, int exclusive) {
-  lsbl_state_root(L, cfg, root, rootsz);
-  *box = lsbl_open_box(L, root, id, exclusive);
-  lsbl_meta_load(L, *box, id);
-  lsbl_meta_parse(L, -1, id, m);
-  lsbl_check_expiry(L, m);
-  lsbl_disk_check(L, root, *box, m);
+void local_load(lua_State *L, int cfg, const char *id, char *root,
+                 size_t rootsz, lsb_box **box, local_meta *m, int exclusive) {
+  local_state_root(L, cfg, root, rootsz);
+  *box = local_open_box(L, root, id, exclusive);
+  local_meta_load(L, *box, id);
+  local_meta_parse(L, -1, id, m);
+  local_check_expiry(L, m);
+  local_disk_check(L, root, *box, m);
 }
 
 static void box_path(lua_State *L, const char *root, const char *id,
@@ -334,11 +333,11 @@ static void box_path(lua_State *L, const char *root, const char *id,
 }
 
 /* Build the view of sandbox m (in root) into a to-be-closed userdata. */
-lsb_view *lsbl_build_view(lua_State *L, const char *root, const lsbl_meta *m,
+lsb_view *local_build_view(lua_State *L, const char *root, const local_meta *m,
                             int open_fds) {
   char box[LSB_PATH_MAX];
   lsb_layout lay;
-  lsb_view *v = lsbl_push_view(L);
+  lsb_view *v = local_push_view(L);
   int rc;
   box_path(L, root, m->id, box, sizeof box);
   lay.box = box;
@@ -370,8 +369,8 @@ static void release_uid(int dirfd, const char *path) {
 ** remove its cgroup, give back its uid and disk, and rename it to a trash
 ** name, so it is gone for everyone at once. Returns 0 with the trash path
 ** in trash, or an errno; *cg_busy: its group would not go (gc retries). */
-int lsbl_bury(const char *root, const char *id, lsb_box *box,
-                char trash[LSBL_TRASH_MAX], int *cg_busy) {
+int local_bury(const char *root, const char *id, lsb_box *box,
+                char trash[LOCAL_TRASH_MAX], int *cg_busy) {
   char from[LSB_PATH_MAX];
   unsigned char r[4];
   lsb_jobs_kill(box->dirfd);
@@ -382,7 +381,7 @@ int lsbl_bury(const char *root, const char *id, lsb_box *box,
   release_uid(box->dirfd, from);
   lsb_disk_release(from);
   if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) memset(r, 0, sizeof r);
-  snprintf(trash, LSBL_TRASH_MAX, "%s/.trash-%s-%02x%02x%02x%02x", root, id,
+  snprintf(trash, LOCAL_TRASH_MAX, "%s/.trash-%s-%02x%02x%02x%02x", root, id,
            r[0], r[1], r[2], r[3]);
   return rename(from, trash) != 0 ? errno : 0;
 }
@@ -419,20 +418,20 @@ static uint64_t mono_ns(void) {
 static int reclaim_one(lua_State *L) {
   const char *root = lua_tostring(L, 1), *id = lua_tostring(L, 2);
   uint64_t deadline = (uint64_t)lua_tointeger(L, 3);
-  char trash[LSBL_TRASH_MAX];
-  lsb_box *box = lsbl_push_box(L);
-  lsbl_meta m;
+  char trash[LOCAL_TRASH_MAX];
+  lsb_box *box = local_push_box(L);
+  local_meta m;
   int held, cg_busy = 0;
   if (lsb_box_open(root, id, LSB_LOCK_EX | LSB_LOCK_TRY, box) != 0)
     return 0;   /* in use (-EWOULDBLOCK), being created or destroyed: skip */
-  lsbl_meta_load(L, box, id);
-  lsbl_meta_parse(L, -1, id, &m);
+  local_meta_load(L, box, id);
+  local_meta_parse(L, -1, id, &m);
   lua_getfield(L, -1, "tags");
   held = lua_istable(L, -1) &&
          lua_getfield(L, -1, LASH_SB_TAG_HOLDER) == LUA_TSTRING &&
          lua_rawlen(L, -1) > 0;
   if (held || lash_wall_now() < m.expires_at + RECLAIM_GRACE ||
-      lsb_jobs_alive(box->dirfd) > 0 || lsbl_bury(root, id, box, trash, &cg_busy) != 0)
+      lsb_jobs_alive(box->dirfd) > 0 || local_bury(root, id, box, trash, &cg_busy) != 0)
     return 0;
   lsb_box_close(box);
   if (!cg_busy) lsb_rmtree_until(AT_FDCWD, trash, deadline);   /* the rest: next time */
@@ -510,7 +509,7 @@ static void reclaim(lua_State *L, const char *root) {
   lua_settop(L, top);
 }
 
-void lsbl_close_fd(int *fd) {
+void local_close_fd(int *fd) {
   if (*fd >= 0) close(*fd);
   *fd = -1;
 }

@@ -1,7 +1,7 @@
 /*
 ** sandbox_local_cache.c: what a command (or a file operation) reads of its
 ** sandbox, kept per lua_State and sandbox and checked again cheaply at
-** each use (prefix lsbl_; lsbl_load_kept in sandbox_local_box.h). A
+** each use (prefix local_; local_load_kept in sandbox_local_box.h). A
 ** sandbox may be changed or destroyed by another process at any time, so
 ** every use still takes the sandbox's lock (on the kept lock file) and,
 ** under it, checks what the fresh open would have:
@@ -16,17 +16,16 @@
 **     /proc/self/mountinfo, kept open once per lua_State, says whether it
 **     changed since (then both are checked again).
 ** Anything that does not match is forgotten and read afresh by the same
-** code as lsbl_load, so a sandbox that is gone, expired or damaged raises
+** code as local_load, so a sandbox that is gone, expired or damaged raises
 ** exactly the same errors. What is kept: the directory, its lock file and
 ** meta.json open, the parsed metadata and its decoded table (shared with
 ** the callers, who only read it), the cgroup record and its cgroup.procs
-** (lsbl_kept_cgroup: opened again when a child cannot join through them,
+** (local_kept_cgroup: opened again when a child cannot join through them,
 ** a group removed meanwhile). It goes when this
 ** process destroys the sandbox, when a check finds it stale, or with the
 ** lua_State, as the sandbox's supervisor does.
 */
 #include "sandbox.h"
-#include "sandbox_local_int.h"
 #include "sandbox_local_box.h"
 
 #include <errno.h>
@@ -68,7 +67,7 @@ typedef struct kept {
   dev_t dir_dev;
   ino_t dir_ino;
   file_key meta;
-  lsbl_meta m;                 /* m.id is the caller's, set at each use */
+  local_meta m;                 /* m.id is the caller's, set at each use */
   int cg_rc;                   /* lsb_cgroup_load's answer */
   lsb_cgroup cg;
   uint64_t cg_pids, cg_memory;
@@ -79,7 +78,7 @@ typedef struct kept {
 
 /* Copies that skip the unused tails of the path buffers (they are most of
 ** both structs). */
-static void meta_copy(lsbl_meta *d, const lsbl_meta *s) {
+static void meta_copy(local_meta *d, const local_meta *s) {
   d->id = s->id;
   strcpy(d->workdir, s->workdir);
   strcpy(d->rootfs, s->rootfs);
@@ -103,9 +102,9 @@ static void cgroup_copy(lsb_cgroup *d, const lsb_cgroup *s) {
 
 static void kept_close(kept *k) {
   lsb_cgroup_close(k->cg_fds);
-  lsbl_close_fd(&k->metafd);
-  lsbl_close_fd(&k->lockfd);
-  lsbl_close_fd(&k->dirfd);
+  local_close_fd(&k->metafd);
+  local_close_fd(&k->lockfd);
+  local_close_fd(&k->dirfd);
 }
 
 static int kept_gc(lua_State *L) {
@@ -122,7 +121,7 @@ typedef struct mounts {
 
 static int mounts_gc(lua_State *L) {
   mounts *mt = luaL_checkudata(L, 1, MOUNTS_KEY);
-  lsbl_close_fd(&mt->fd);
+  local_close_fd(&mt->fd);
   return 0;
 }
 
@@ -212,7 +211,7 @@ static void forget(lua_State *L, const char *path) {
   lua_pop(L, 2);
 }
 
-void lsbl_forget_kept(lua_State *L, const char *root, const char *id) {
+void local_forget_kept(lua_State *L, const char *root, const char *id) {
   char path[LSB_PATH_MAX + LSB_ID_LEN + 2];
   if ((size_t)snprintf(path, sizeof path, "%s/%s", root, id) < sizeof path)
     forget(L, path);
@@ -260,10 +259,10 @@ static void raise_cgroup(lua_State *L, const char *id, int rc) {
                      strerror(-rc));
 }
 
-/* The first use (or one after a change): as lsbl_load, into the holder b
+/* The first use (or one after a change): as local_load, into the holder b
 ** (pushed, closed), then keep it. Pushes meta. */
 static void load_fresh(lua_State *L, lsb_box *b, const char *root,
-                       const char *id, const char *path, lsbl_meta *m,
+                       const char *id, const char *path, local_meta *m,
                        lsb_cgroup *cg, uint64_t *pids, uint64_t *memory) {
   unsigned gen = mount_gen(L);   /* before what it guards is looked at */
   int settled, cg_rc, metat, boxi = lua_gettop(L);
@@ -271,12 +270,12 @@ static void load_fresh(lua_State *L, lsb_box *b, const char *root,
   uint64_t p = 0, mem = 0;
   struct stat dst, mst;
   kept *k;
-  lsbl_open_box_in(L, b, root, id, 0);
-  lsbl_meta_load(L, b, id);                             /* meta */
+  local_open_box_in(L, b, root, id, 0);
+  local_meta_load(L, b, id);                             /* meta */
   metat = lua_gettop(L);
-  lsbl_meta_parse(L, metat, id, m);
-  lsbl_check_expiry(L, m);
-  settled = lsbl_disk_check(L, root, b, m);
+  local_meta_parse(L, metat, id, m);
+  local_check_expiry(L, m);
+  settled = local_disk_check(L, root, b, m);
   cg_rc = lsb_cgroup_load(b->dirfd, id, &cgr, &p, &mem);
   if (cg && cg_rc && cg_rc != -ENOENT) raise_cgroup(L, id, cg_rc);
   if (cg) {
@@ -302,7 +301,7 @@ static void load_fresh(lua_State *L, lsb_box *b, const char *root,
   if (k->metafd < 0 || fstat(k->metafd, &mst) != 0 ||
       fstat(b->dirfd, &dst) != 0) {
     kept_close(k);
-    lua_pop(L, 2);   /* not kept: this use goes on as lsbl_load's */
+    lua_pop(L, 2);   /* not kept: this use goes on as local_load's */
     return;
   }
   key_of(&mst, &k->meta);
@@ -336,7 +335,7 @@ static kept *lender(lsb_box *box) {
                                        offsetof(kept, holds)) : NULL;
 }
 
-int lsbl_kept_cgroup(lsb_box *box, const lsb_cgroup *cg, uint64_t pids,
+int local_kept_cgroup(lsb_box *box, const lsb_cgroup *cg, uint64_t pids,
                      uint64_t memory, int again, int fds[2], int *borrowed) {
   kept *k = lender(box);
   int rc;
@@ -354,18 +353,18 @@ int lsbl_kept_cgroup(lsb_box *box, const lsb_cgroup *cg, uint64_t pids,
   return 0;
 }
 
-void lsbl_load_kept(lua_State *L, int cfg, const char *id, char *root,
-                    size_t rootsz, lsb_box **box, lsbl_meta *m,
+void local_load_kept(lua_State *L, int cfg, const char *id, char *root,
+                    size_t rootsz, lsb_box **box, local_meta *m,
                     lsb_cgroup *cg, uint64_t *pids, uint64_t *memory) {
   char path[LSB_PATH_MAX + LSB_ID_LEN + 2];
   kept *k;
   lsb_box *b;
-  lsbl_state_root(L, cfg, root, rootsz);
+  local_state_root(L, cfg, root, rootsz);
   if ((size_t)snprintf(path, sizeof path, "%s/%s", root, id) >= sizeof path)
     luaL_error(L, "state root path too long");
   /* the holder first: nothing may raise between taking the lock and the
   ** holder that gives it back */
-  b = *box = lsbl_push_box(L);                           /* box */
+  b = *box = local_push_box(L);                           /* box */
   push_kept_table(L);
   lua_getfield(L, -1, path);
   lua_remove(L, -2);
@@ -386,13 +385,13 @@ void lsbl_load_kept(lua_State *L, int cfg, const char *id, char *root,
   lua_remove(L, -2);
   meta_copy(m, &k->m);
   m->id = id;
-  lsbl_check_expiry(L, m);
+  local_check_expiry(L, m);
   {
     unsigned gen = mount_gen(L);
     if (!k->settled || k->gen != gen) {
       k->settled = 0;
       lsb_cgroup_close(k->cg_fds);
-      k->settled = lsbl_disk_check(L, root, b, m);
+      k->settled = local_disk_check(L, root, b, m);
       k->cg_rc = lsb_cgroup_load(k->dirfd, id, &k->cg, &k->cg_pids,
                                  &k->cg_memory);
       k->gen = gen;

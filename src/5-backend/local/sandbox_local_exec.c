@@ -1,6 +1,6 @@
 /*
 ** sandbox_local_exec.c: the local backend's command engine (prefix
-** lsbl_): exec (pipes read into tail rings as output arrives, a deadline
+** local_): exec (pipes read into tail rings as output arrives, a deadline
 ** that kills the command and what it left behind, cancellation that does
 ** the same, waiting through lash_wait_yield), the supervisors (one jail
 ** per sandbox and lua_State, sandbox_super.c), and spawn, a long-lived
@@ -9,9 +9,8 @@
 ** reaps what they started.
 */
 #include "sandbox.h"
-#include "sandbox_local_int.h"
 #include "sandbox_local_box.h"
-#include "sandbox_jaild.h"
+#include "jaild/sandbox_jaild.h"
 #include "sandbox_super.h"
 #include "sandbox_seccomp.h"
 #include "output.h"
@@ -76,9 +75,9 @@ static void exec_stop_io(exec_op *op) {
   if (op->out_io.active) lash_io_stop(op->loop, &op->out_io);
   if (op->err_io.active) lash_io_stop(op->loop, &op->err_io);
   if (op->in_io.active) lash_io_stop(op->loop, &op->in_io);
-  lsbl_close_fd(&op->out_fd);
-  lsbl_close_fd(&op->err_fd);
-  lsbl_close_fd(&op->in_fd);
+  local_close_fd(&op->out_fd);
+  local_close_fd(&op->err_fd);
+  local_close_fd(&op->in_fd);
   lash_timer_stop(op->loop, &op->deadline);
   lash_timer_stop(op->loop, &op->drain);
 }
@@ -118,7 +117,7 @@ static void exec_wait_gone(exec_op *op, int ms) {
         int *fd = p[i].fd == op->out_fd ? &op->out_fd : &op->err_fd;
         lash_io *io = fd == &op->out_fd ? &op->out_io : &op->err_io;
         if (io->active) lash_io_stop(op->loop, io);
-        lsbl_close_fd(fd);
+        local_close_fd(fd);
       }
     }
   }
@@ -183,7 +182,7 @@ static void exec_read(lash_loop *loop, lash_io *io, unsigned ev) {
     break;                                 /* EOF or error */
   }
   lash_io_stop(loop, io);
-  lsbl_close_fd(fd);
+  local_close_fd(fd);
   exec_check_done(op);
 }
 
@@ -202,7 +201,7 @@ static void exec_write(lash_loop *loop, lash_io *io, unsigned ev) {
     break;   /* EPIPE: the command stopped reading */
   }
   lash_io_stop(loop, io);
-  lsbl_close_fd(&op->in_fd);
+  local_close_fd(&op->in_fd);
 }
 
 static void exec_drained(lash_loop *loop, lash_timer *t) {
@@ -211,8 +210,8 @@ static void exec_drained(lash_loop *loop, lash_timer *t) {
   /* something that escaped the kill still holds the pipes: stop waiting */
   if (op->out_io.active) lash_io_stop(op->loop, &op->out_io);
   if (op->err_io.active) lash_io_stop(op->loop, &op->err_io);
-  lsbl_close_fd(&op->out_fd);
-  lsbl_close_fd(&op->err_fd);
+  local_close_fd(&op->out_fd);
+  local_close_fd(&op->err_fd);
   exec_check_done(op);
 }
 
@@ -310,7 +309,7 @@ static void command_strings(lua_State *L, int argt, int envt, lsb_argv *argv,
 }
 
 /* Spawn options with the sandbox's limits and credentials, no cgroup yet. */
-static void spawn_opts_for(lsb_spawn_opts *so, const lsbl_meta *m) {
+static void spawn_opts_for(lsb_spawn_opts *so, const local_meta *m) {
   memset(so, 0, sizeof *so);
   so->cgroup_fds[0] = so->cgroup_fds[1] = -1;
   so->limits = &m->limits;
@@ -386,7 +385,7 @@ static lsb_super *find_super(lua_State *L, const char *root, const char *id) {
 }
 
 /* Stop the supervisor of id (destroy): nothing of the jail survives. */
-void lsbl_stop_super(lua_State *L, const char *root, const char *id) {
+void local_stop_super(lua_State *L, const char *root, const char *id) {
   lsb_super *s = find_super(L, root, id);
   if (!s) return;
   lsb_super_stop(s);
@@ -400,7 +399,7 @@ void lsbl_stop_super(lua_State *L, const char *root, const char *id) {
 /* The supervisor of the sandbox m (its lock held: box), started when none
 ** runs (the first command, or the last jail died). Raises start_failed.
 ** May leave one closed to-be-closed slot on the stack. */
-static lsb_super *ensure_super(lua_State *L, const char *root, const lsbl_meta *m,
+static lsb_super *ensure_super(lua_State *L, const char *root, const local_meta *m,
                                lsb_box *box, const lsb_cgroup *cg,
                                uint64_t cg_pids, uint64_t cg_memory) {
   lsb_super *s = find_super(L, root, m->id);
@@ -423,7 +422,7 @@ static lsb_super *ensure_super(lua_State *L, const char *root, const lsbl_meta *
     lua_rawset(L, -3);
     lua_pop(L, 1);
   }
-  v = lsbl_build_view(L, root, m, 0);
+  v = local_build_view(L, root, m, 0);
   memset(&j, 0, sizeof j);
   j.bwrap = m->bwrap;
   j.view = v;
@@ -470,20 +469,20 @@ static lsb_super *ensure_super(lua_State *L, const char *root, const lsbl_meta *
 ** and meta pushed at 5 and 6; what it read is kept for the next command,
 ** see sandbox_local_cache.c) with its cgroup record. */
 static void open_for_command(lua_State *L, char *root, size_t rootsz,
-                             lsb_box **box, lsbl_meta *m, lsb_cgroup *cg,
+                             lsb_box **box, local_meta *m, lsb_cgroup *cg,
                              uint64_t *pids, uint64_t *memory) {
   const char *id;
   luaL_checktype(L, 1, LUA_TTABLE);
-  id = lsbl_check_id(L, 2);
+  id = local_check_id(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
   luaL_checktype(L, 4, LUA_TTABLE);
   lua_settop(L, 4);
-  lsbl_load_kept(L, 1, id, root, rootsz, box, m, cg, pids, memory);
+  local_load_kept(L, 1, id, root, rootsz, box, m, cg, pids, memory);
 }
 
 /* The cwd of the options at opts, relative to the workdir (and
 ** inside the workspace when nothing else is exposed). */
-static void resolve_cwd(lua_State *L, const lsbl_meta *m, int opts, char *cwd,
+static void resolve_cwd(lua_State *L, const local_meta *m, int opts, char *cwd,
                         size_t sz) {
   if (lua_getfield(L, opts, "cwd") == LUA_TSTRING) {
     if (lash_sandbox_path_join(m->workdir, lua_tostring(L, -1), cwd, sz) != 0)
@@ -498,10 +497,10 @@ static void resolve_cwd(lua_State *L, const lsbl_meta *m, int opts, char *cwd,
                        "workspace)", cwd, m->workdir);
 }
 
-int lsbl_exec(lua_State *L) {
+int local_exec(lua_State *L) {
   char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX];
   lsb_box *box;
-  lsbl_meta m;
+  local_meta m;
   int metat, envt, opi, rc;
   lua_Integer timeout, maxout, applied;
   lsb_argv argv, envs;
@@ -581,7 +580,7 @@ int lsbl_exec(lua_State *L) {
     if (rc) stage = "find";
     if (!rc && cg.version) {
       /* into the sandbox's group, or not at all: its limits must hold */
-      rc = lsbl_kept_cgroup(box, &cg, cg_pids, cg_memory, 0, so.cgroup_fds,
+      rc = local_kept_cgroup(box, &cg, cg_pids, cg_memory, 0, so.cgroup_fds,
                             &cg_kept);
       if (rc) stage = "joining the sandbox's cgroup";
       so.join_cgroup = 1;
@@ -601,13 +600,13 @@ int lsbl_exec(lua_State *L) {
       rc = lsb_super_exec(sup, &op->sc, cwd, argv.v, envs.v, inp[0], outp[1],
                           errp[1]);
     }
-    lsbl_close_fd(&inp[0]);
-    lsbl_close_fd(&outp[1]);
-    lsbl_close_fd(&errp[1]);
+    local_close_fd(&inp[0]);
+    local_close_fd(&outp[1]);
+    local_close_fd(&errp[1]);
     if (rc) {
-      lsbl_close_fd(&inp[1]);
-      lsbl_close_fd(&outp[0]);
-      lsbl_close_fd(&errp[0]);
+      local_close_fd(&inp[1]);
+      local_close_fd(&outp[0]);
+      local_close_fd(&errp[0]);
     }
     sp.pid = -1;
     sp.in_fd = inp[1];
@@ -622,7 +621,7 @@ int lsbl_exec(lua_State *L) {
     if (rc && cg_kept && stage && strcmp(stage, "cgroup") == 0) {
       /* the kept group's files went stale (it was removed): open it again,
       ** made anew */
-      rc = lsbl_kept_cgroup(box, &cg, cg_pids, cg_memory, 1, so.cgroup_fds,
+      rc = local_kept_cgroup(box, &cg, cg_pids, cg_memory, 1, so.cgroup_fds,
                             &cg_kept);
       if (rc) stage = "joining the sandbox's cgroup";
       else rc = lsb_spawn_child(&so, &sp, &stage);
@@ -757,11 +756,11 @@ static void spawn_release(void *ud) {
 ** the same jail as exec's (view, masks, namespaces, uid, rlimits, network
 ** policy, env), with no deadline and its stdin, stdout and stderr as pipes
 ** on the loop. It is recorded as a job, so destroying the sandbox ends it. */
-int lsbl_spawn(lua_State *L) {
+int local_spawn(lua_State *L) {
   char root[LSB_PATH_MAX], cwd[LSB_PATH_MAX];
   const char *stage = NULL;
   lsb_box *box;
-  lsbl_meta m;
+  local_meta m;
   int envt, rc = 0, i, argsfd = -1, scfd = -1, infop[2] = {-1, -1};
   lsb_argv argv, envs, jargv;
   lsb_spawn sp;
@@ -779,7 +778,7 @@ int lsbl_spawn(lua_State *L) {
   handle = lash_proc_push_empty(L);                 /* 7: owns the child */
   resolve_cwd(L, &m, 4, cwd, sizeof cwd);
   envt = exec_env(L, 6, 4, m.workdir);
-  if (!m.isolation_none) v = lsbl_build_view(L, root, &m, 0);
+  if (!m.isolation_none) v = local_build_view(L, root, &m, 0);
   c = calloc(1, sizeof *c);
   if (!c) luaL_error(L, "out of memory");
   c->info_fd = c->init_pidfd = c->job_dirfd = -1;

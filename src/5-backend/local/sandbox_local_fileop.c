@@ -1,12 +1,11 @@
 /*
 ** sandbox_local_fileop.c: the local backend's file operations (prefix
-** lsbl_): stat, read_file, write_file and list_dir, each run in a helper
+** local_): stat, read_file, write_file and list_dir, each run in a helper
 ** child that sees the sandbox's view with the jail's credentials
 ** (sandbox_view.c), its reply read on the loop while the caller waits,
 ** and every failure raised as the typed error sandbox.h names.
 */
 #include "sandbox.h"
-#include "sandbox_local_int.h"
 #include "sandbox_local_box.h"
 #include "output.h"
 #include "runtime.h"
@@ -62,7 +61,7 @@ static void fop_teardown(fop_op *f) {
     f->running = 0;
   }
   if (f->io.active) lash_io_stop(f->loop, &f->io);
-  lsbl_close_fd(&f->fd);
+  local_close_fd(&f->fd);
 }
 
 static int fop_gc(lua_State *L) {
@@ -117,7 +116,7 @@ static void fop_read(lash_loop *loop, lash_io *io, unsigned ev) {
     break;
   }
   lash_io_stop(loop, io);
-  lsbl_close_fd(&f->fd);
+  local_close_fd(&f->fd);
   fop_check_done(f);
 }
 
@@ -134,7 +133,7 @@ static void fop_cancel(lash_wait *w) {
 }
 
 static void raise_fop(lua_State *L, const lsb_reply *r, const char *path,
-                      const lsbl_meta *m) {
+                      const local_meta *m) {
   switch (r->status) {
   case LSB_E_NOTFOUND:
     lash_sandbox_raise_path(L, LASH_SB_PATH_NOT_FOUND, path);
@@ -196,13 +195,13 @@ static const char *kind_name(int k) {
 static int fop_k(lua_State *L, int status, lua_KContext ctx) {
   fop_op *f = (fop_op *)ctx;
   lsb_reply r;
-  lsbl_meta m;
+  local_meta m;
   const char *path = lua_tostring(L, 3);
   (void)status;
   lash_wait_check(L, &f->w);
   fop_teardown(f);
   lua_pushvalue(L, 2);
-  lsbl_meta_parse(L, 6, lua_tostring(L, -1), &m);
+  local_meta_parse(L, 6, lua_tostring(L, -1), &m);
   if (f->overflow)
     lash_sandbox_raise(L, LASH_SB_ERROR, "io", "'%s': the reply was too large "
                        "(over %I bytes)", path, (lua_Integer)f->limit);
@@ -269,22 +268,22 @@ static int fileop(lua_State *L, int opcode) {
   char root[LSB_PATH_MAX], path[LSB_PATH_MAX];
   const char *id, *p;
   lsb_box *box;
-  lsbl_meta m;
+  local_meta m;
   lsb_view *v;
   lsb_fileop fo;
   fop_op *f;
   int pfd[2], rc;
   pid_t pid;
   luaL_checktype(L, 1, LUA_TTABLE);
-  id = lsbl_check_id(L, 2);
+  id = local_check_id(L, 2);
   p = luaL_checkstring(L, 3);
   lua_settop(L, 4);
-  lsbl_load_kept(L, 1, id, root, sizeof root, &box, &m, NULL, NULL,
+  local_load_kept(L, 1, id, root, sizeof root, &box, &m, NULL, NULL,
                  NULL);                                  /* 5 box, 6 meta */
   if (lash_sandbox_path_join(m.workdir, p, path, sizeof path) != 0)
     lash_sandbox_raise(L, LASH_SB_ERROR, "invalid", "'%s': not a usable path",
                        p);
-  v = lsbl_build_view(L, root, &m, 1);                     /* 7 */
+  v = local_build_view(L, root, &m, 1);                     /* 7 */
   lsb_box_close(box);
   memset(&fo, 0, sizeof fo);
   fo.op = opcode;
@@ -345,8 +344,8 @@ static int fileop(lua_State *L, int opcode) {
   return lash_wait_yield(L, &f->w, (lua_KContext)f, fop_k);
 }
 
-int lsbl_stat(lua_State *L) { return fileop(L, LSB_OP_STAT); }
-int lsbl_read_file(lua_State *L) { return fileop(L, LSB_OP_READ); }
-int lsbl_write_file(lua_State *L) { return fileop(L, LSB_OP_WRITE); }
-int lsbl_list_dir(lua_State *L) { return fileop(L, LSB_OP_LIST); }
+int local_stat(lua_State *L) { return fileop(L, LSB_OP_STAT); }
+int local_read_file(lua_State *L) { return fileop(L, LSB_OP_READ); }
+int local_write_file(lua_State *L) { return fileop(L, LSB_OP_WRITE); }
+int local_list_dir(lua_State *L) { return fileop(L, LSB_OP_LIST); }
 

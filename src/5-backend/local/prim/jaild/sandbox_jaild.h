@@ -1,6 +1,6 @@
 /*
 ** sandbox_jaild.h: the wire protocol between lash (sandbox_super.c) and the
-** supervisor that runs inside a local sandbox's jail (src/5-backend/local/jaild/jaild.c).
+** supervisor that runs inside a local sandbox's jail (src/5-backend/local/prim/jaild/jaild.c).
 **
 ** One SOCK_SEQPACKET socketpair per jail; every message is one lsb_jd_msg.
 ** lash -> supervisor:

@@ -17,7 +17,8 @@
 ** takes on the host only what the sandbox keeps; it is a copy of the state
 ** root's template of its size (sandbox_disk_template.c: mkfs once).
 */
-#include "sandbox_local_int.h"
+#include "sandbox_disk.h"
+#include "sandbox_jail.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 #ifndef lash_sandbox_freeze_h
 #define lash_sandbox_freeze_h
 
-#include "sandbox_local_int.h"
+#include "sandbox_cgroup.h"
 
 #include <sys/types.h>
 

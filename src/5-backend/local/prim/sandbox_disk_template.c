@@ -15,7 +15,8 @@
 ** it. At most TEMPLATES_MAX are kept (the least recently used goes); gc
 ** removes those unused for TEMPLATE_STALE and any temporary left behind.
 */
-#include "sandbox_local_int.h"
+#include "sandbox_disk.h"
+#include "sandbox_jail.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
-** sandbox_local_snapshot.c: snapshots of local sandboxes (the `snapshot`
-** slot of the local backend, and what `create{from_snapshot = ...}` starts
-** from). A snapshot is a copy of a sandbox's workspace kept under the state
+** sandbox_snapshot.c: snapshots of local sandboxes (what the `snapshot`
+** slot of the local backend takes, and what `create{from_snapshot = ...}`
+** starts from). A snapshot is a copy of a sandbox's workspace kept under the state
 ** root as snapshots/<ls-id>, so it is masked from every jail as the
 ** sandboxes are. The workspace belongs to the sandbox and its commands may
 ** still run, so the copy is taken with the sandbox frozen (the cgroup
@@ -13,11 +13,9 @@
 ** sandbox's workspace, every file given to that sandbox's uid. The copy runs
 ** in place: it blocks the loop for as long as it takes.
 */
-#include "sandbox_local_snapshot.h"
-#include "sandbox.h"
+#include "sandbox_snapshot.h"
 #include "sandbox_copy.h"
 #include "sandbox_freeze.h"
-#include "runtime.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,19 +87,17 @@ int lsb_snapshot_restore(const char *root, const char *snap, const char *workspa
   return copy_tree(AT_FDCWD, path, AT_FDCWD, workspace, uid, gid, err, errsz) ? -EIO : 0;
 }
 
-/* The slot: snapshot(cfg, id) -> "ls-..." */
-int lsb_snapshot_slot(lua_State *L, const char *root) {
-  const char *id = luaL_checkstring(L, 2);
+int lsb_snapshot_take(const char *root, const char *id, char snap[LSB_ID_LEN + 1],
+                      char *err, size_t errsz, char *warn, size_t warnsz) {
   char dir[2 * LSB_PATH_MAX], tmp[3 * LSB_PATH_MAX], dst[3 * LSB_PATH_MAX];
-  char snap[LSB_ID_LEN + 1], err[4 * LSB_PATH_MAX], why[LSB_PATH_MAX + 128];
+  char why[LSB_PATH_MAX + 128];
   struct stat st;
   lsb_box b;
   lsb_cgroup cg;
   lsb_frozen fz = LSB_FROZEN_INIT;
   int rc, frozen = 0;
-  if (!lsb_id_valid(id))
-    return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "not_found",
-                              "'%s' is not a local sandbox id", id);
+  err[0] = warn[0] = 0;
+  if (!lsb_id_valid(id)) return -ENOENT;
   snprintf(dir, sizeof dir, "%s/%s", root, SNAP_DIR);
   if (lsb_box_open(root, id, 0, &b) != 0) b.dirfd = -1;
   else if (fstatat(b.dirfd, "workspace", &st, AT_SYMLINK_NOFOLLOW) != 0 ||
@@ -109,42 +105,32 @@ int lsb_snapshot_slot(lua_State *L, const char *root) {
     lsb_box_close(&b);
     b.dirfd = -1;
   }
-  if (b.dirfd < 0)
-    return lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "not_found",
-                              "local sandbox %s is gone (destroyed, collected or never "
-                              "existed)", id);
-  if ((rc = lsb_id_new(snap)) != 0 || (rc = lsb_mkdirs(dir, 0700)) != 0) {
+  if (b.dirfd < 0) return -ENOENT;
+  if ((rc = lsb_id_new(snap)) != 0 || (rc = lash_mkdirs(dir, 0700)) != 0) {
     lsb_box_close(&b);
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot make a snapshot under %s: %s",
-                              dir, strerror(-rc));
+    snprintf(err, errsz, "cannot make a snapshot under %s: %s", dir, strerror(-rc));
+    return rc;
   }
   memcpy(snap, SNAP_PREFIX, 3);
   snprintf(tmp, sizeof tmp, "%s/.tmp-%s", dir, snap);
   snprintf(dst, sizeof dst, "%s/%s", dir, snap);
   /* under the sandbox's shared lock: destroy and gc wait for the copy;
   ** its processes held still, so the copy is one moment of the workspace */
-  err[0] = 0;
   if (lsb_cgroup_load(b.dirfd, id, &cg, NULL, NULL) == 0 &&
       (frozen = lsb_freeze(&cg, &fz, why, sizeof why)) < 0)
-    lash_runtime_log(lash_runtime_get(L), LASH_LOG_WARN, "sandbox %s: the snapshot is "
-                     "taken with its commands running: %s", id, why);
+    snprintf(warn, warnsz, "the snapshot is taken with its commands running: %s", why);
   if (mkdir(tmp, 0700) != 0) {
     rc = -errno;
-    snprintf(err, sizeof err, "mkdir %s: %s", tmp, strerror(errno));
+    snprintf(err, errsz, "mkdir %s: %s", tmp, strerror(errno));
   } else if (copy_tree(b.dirfd, "workspace", AT_FDCWD, tmp, LSB_COPY_KEEP_OWNER,
-                       (gid_t)-1, err, sizeof err) != 0) {
+                       (gid_t)-1, err, errsz) != 0) {
     rc = -EIO;
   } else if (rename(tmp, dst) != 0) {
     rc = -errno;
-    snprintf(err, sizeof err, "rename to %s: %s", dst, strerror(errno));
+    snprintf(err, errsz, "rename to %s: %s", dst, strerror(errno));
   }
   if (frozen > 0) lsb_thaw(&fz);
   lsb_box_close(&b);
-  if (rc) {
-    lsb_rmtree_at(AT_FDCWD, tmp);
-    return lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot snapshot sandbox %s: %s",
-                              id, err);
-  }
-  lua_pushstring(L, snap);
-  return 1;
+  if (rc) lsb_rmtree_at(AT_FDCWD, tmp);
+  return rc;
 }

@@ -2,7 +2,7 @@
 ** sandbox_super.c: lash's side of a local sandbox's supervisor. Builds the
 ** jail once (bubblewrap through lsb_spawn_child, so the jail's spawn path,
 ** rlimits and credentials are those of every jail) with the supervisor
-** (src/5-backend/local/jaild/jaild.c, embedded in the library and handed over as a memfd)
+** (src/5-backend/local/prim/jaild/jaild.c, embedded in the library and handed over as a memfd)
 ** as its pid 1; sends it exec and kill requests over a SOCK_SEQPACKET
 ** socketpair (sandbox_jaild.h) and dispatches its answers to the commands
 ** waiting on them. Output never passes through here: each command's pipes
@@ -13,7 +13,7 @@
 */
 #include "sandbox_super.h"
 #include "sandbox_seccomp.h"
-#include "sandbox_jaild.h"
+#include "jaild/sandbox_jaild.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* the supervisor's static executable (src/5-backend/local/jaild/blob.S); weak, so that a
+/* the supervisor's static executable (src/5-backend/local/prim/jaild/blob.S); weak, so that a
 ** build of the sources without it (the fuzz targets) still links and a
 ** jail then fails with a clear message */
 extern const unsigned char lsb_jaild_image[] __attribute__((weak));
@@ -378,7 +378,7 @@ int lsb_super_start(lsb_super *s, const lsb_super_spec *spec, char *msg,
     rc = imgfd;
     if (rc == -ENOEXEC) {
       snprintf(msg, msgsz, "this build of lash has no jail supervisor "
-               "(src/5-backend/local/jaild/blob.S was not linked in)");
+               "(src/5-backend/local/prim/jaild/blob.S was not linked in)");
       goto out;
     }
   }

@@ -1,5 +1,5 @@
 /*
-** blob.S: the supervisor's static executable (src/5-backend/local/jaild/jaild.c, built
+** blob.S: the supervisor's static executable (src/5-backend/local/prim/jaild/jaild.c, built
 ** first) embedded in the library as lsb_jaild_image, so a host needs no
 ** file of lash's beyond the library to run jailed commands.
 */

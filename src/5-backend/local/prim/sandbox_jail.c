@@ -10,7 +10,8 @@
 ** credentials of an unprivileged uid taken before bwrap runs, so the jail
 ** holds no host privilege at all.
 */
-#include "sandbox_local_int.h"
+#include "sandbox_jail.h"
+#include "sandbox_cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>

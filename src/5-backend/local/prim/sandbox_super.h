@@ -1,13 +1,13 @@
 /*
 ** sandbox_super.h: lash's side of a local sandbox's supervisor (see
-** sandbox_super.c; the supervisor itself is src/5-backend/local/jaild/jaild.c). Internal to
+** sandbox_super.c; the supervisor itself is src/5-backend/local/prim/jaild/jaild.c). Internal to
 ** the local backend.
 */
 #ifndef lash_sandbox_super_h
 #define lash_sandbox_super_h
 
 #include "loop.h"
-#include "sandbox_local_int.h"
+#include "sandbox_jail.h"
 
 #include <stdint.h>
 #include <sys/types.h>

@@ -8,7 +8,7 @@
 ** uids reserved for sandboxes, path normalization, and a tree removal
 ** that never follows symlinks.
 */
-#include "sandbox_local_int.h"
+#include "sandbox_state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -85,14 +85,11 @@ int lsb_state_root(const char *configured, char *out, size_t outsz) {
   ** reach the workspace; /root is not searchable by it, /var/lib is. */
   if (geteuid() == 0)
     return lash_sandbox_path_normalize("/var/lib/lash/sandboxes", out, outsz);
-  env = getenv("XDG_STATE_HOME");
-  if (env && env[0] == '/') {
-    snprintf(buf, sizeof buf, "%s/lash/sandboxes", env);
-    return lash_sandbox_path_normalize(buf, out, outsz);
+  {
+    int rc = lash_user_dir(LASH_USER_STATE, NULL, NULL, buf, sizeof buf - 10, NULL);
+    if (rc != 0) return rc;
   }
-  env = getenv("HOME");
-  if (!env || env[0] != '/') return -ENOENT;
-  snprintf(buf, sizeof buf, "%s/.local/state/lash/sandboxes", env);
+  strcat(buf, "/sandboxes");
   return lash_sandbox_path_normalize(buf, out, outsz);
 }
 
@@ -106,27 +103,6 @@ void lsb_state_dir(const char *root, char *out, size_t outsz) {
   } else {
     snprintf(out, outsz, "%s", root);
   }
-}
-
-int lsb_mkdirs(const char *path, mode_t mode) {
-  char buf[LSB_PATH_MAX];
-  size_t i, n = strlen(path);
-  if (n == 0 || n >= sizeof buf) return -ENAMETOOLONG;
-  memcpy(buf, path, n + 1);
-  for (i = 1; i <= n; i++) {
-    if (buf[i] == '/' || buf[i] == '\0') {
-      char c = buf[i];
-      buf[i] = '\0';
-      if (mkdir(buf, mode) != 0 && errno != EEXIST) return -errno;
-      buf[i] = c;
-    }
-  }
-  {
-    struct stat st;
-    if (stat(path, &st) != 0) return -errno;
-    if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
-  }
-  return 0;
 }
 
 /* ---- boxes ---------------------------------------------------------- */
@@ -508,8 +484,7 @@ static int uid_named(const char *file, unsigned id) {
   return found;
 }
 
-/* The box a reservation names, when it still exists. */
-static int reservation_live(int dfd, const char *name) {
+int lsb_record_live(int dfd, const char *name) {
   char *data = NULL;
   size_t len;
   struct stat st;
@@ -527,7 +502,7 @@ int lsb_uid_reserve(const char *dir, const char *box,
   int dfd, rc, tries;
   char name[16], body[LSB_PATH_MAX + 2];
   int blen = snprintf(body, sizeof body, "%s\n", box);
-  if ((rc = lsb_mkdirs(dir, 0700)) != 0) return rc;
+  if ((rc = lash_mkdirs(dir, 0700)) != 0) return rc;
   dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return -errno;
   {
@@ -539,7 +514,7 @@ int lsb_uid_reserve(const char *dir, const char *box,
     if (d) {
       while ((e = readdir(d)) != NULL)
         if (e->d_name[0] >= '1' && e->d_name[0] <= '9' &&
-            !reservation_live(dfd, e->d_name))
+            !lsb_record_live(dfd, e->d_name))
           unlinkat(dfd, e->d_name, 0);
       closedir(d);
     } else if (sfd >= 0) {
@@ -557,7 +532,7 @@ int lsb_uid_reserve(const char *dir, const char *box,
     fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) {
       /* another sandbox's, unless that sandbox is gone */
-      if (reservation_live(dfd, name)) continue;
+      if (lsb_record_live(dfd, name)) continue;
       if (lsb_write_atomic(dfd, name, body, (size_t)blen, 0600) != 0) continue;
       close(dfd);
       *uid = (uid_t)u;
@@ -592,7 +567,7 @@ void lsb_uid_release(const char *dir, uid_t uid, const char *box) {
   if (lsb_read_all(dfd, name, LSB_PATH_MAX, &data, &len) == 0) {
     while (len && data[len - 1] == '\n') data[--len] = '\0';
     /* only our own: the box may have been moved to the trash meanwhile */
-    if (strcmp(data, box) == 0 || !reservation_live(dfd, name))
+    if (strcmp(data, box) == 0 || !lsb_record_live(dfd, name))
       unlinkat(dfd, name, 0);
   }
   free(data);

@@ -11,7 +11,7 @@
 ** refuses any symlink (RESOLVE_NO_SYMLINKS) so a path swapped under us
 ** fails instead of escaping.
 */
-#include "sandbox_local_int.h"
+#include "sandbox_view.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -13,7 +13,7 @@
 ** root deleted) are found and removed when the next sandbox is made.
 ** Nothing else in the backend knows how cgroups are laid out.
 */
-#include "sandbox_local_int.h"
+#include "sandbox_cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -465,7 +465,7 @@ int lsb_cgroup_open(const lsb_cgroup *cg, uint64_t pids, uint64_t memory,
     if (!slash) return -EINVAL;
     snprintf(parent, sizeof parent, "%.*s", (int)(slash - cg->dir[i]),
              cg->dir[i]);
-    if (access(parent, F_OK) != 0 && (rc = lsb_mkdirs(parent, 0755)) != 0)
+    if (access(parent, F_OK) != 0 && (rc = lash_mkdirs(parent, 0755)) != 0)
       return rc;
     if (cg->version == 2 && (rc = v2_enable(parent)) != 0) return rc;
   }
@@ -560,7 +560,7 @@ int lsb_cgroup_remove_at(int boxfd, const char *id) {
 void lsb_cgroup_register(const char *id, const char *box) {
   char body[LSB_PATH_MAX + 2];
   int dfd, n;
-  if (geteuid() != 0 || lsb_mkdirs(LSB_CGROUP_DIR, 0700) != 0) return;
+  if (geteuid() != 0 || lash_mkdirs(LSB_CGROUP_DIR, 0700) != 0) return;
   dfd = open(LSB_CGROUP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return;
   n = snprintf(body, sizeof body, "%s\n", box);
@@ -574,21 +574,6 @@ void lsb_cgroup_unregister(const char *id) {
   if (!lsb_id_valid(id)) return;
   snprintf(p, sizeof p, "%s/%s", LSB_CGROUP_DIR, id);
   unlink(p);
-}
-
-/* Is the sandbox of group id still there (listed, its directory present)?
-** Unlisted counts as there: not ours to judge. */
-static int owner_alive(int dfd, const char *id) {
-  char *data = NULL;
-  size_t len;
-  struct stat st;
-  int alive = 1;
-  if (lsb_read_all(dfd, id, LSB_PATH_MAX, &data, &len) == 0) {
-    while (len && data[len - 1] == '\n') data[--len] = '\0';
-    alive = len > 0 && stat(data, &st) == 0;
-  }
-  free(data);
-  return alive;
 }
 
 int lsb_cgroup_sweep(const lsb_cgroup *cg) {
@@ -605,7 +590,7 @@ int lsb_cgroup_sweep(const lsb_cgroup *cg) {
     if (!(d = opendir(base))) continue;
     while ((e = readdir(d)) != NULL) {
       lsb_cgroup one;
-      if (!lsb_id_valid(e->d_name) || owner_alive(dfd, e->d_name)) continue;
+      if (!lsb_id_valid(e->d_name) || lsb_record_live(dfd, e->d_name)) continue;
       /* its sandbox is gone: what is left in the group, then the group */
       memset(&one, 0, sizeof one);
       one.version = 2;               /* one directory at a time */

@@ -189,7 +189,7 @@ int lsb_freeze(const lsb_cgroup *cg, lsb_frozen *fz, char *why, size_t whysz) {
     if (access(fz->state, F_OK) != 0) return 0;   /* a kernel before 5.2 */
   } else if (cg->version == 1) {
     if (lsb_cgroup_freezer_dir(cg, fdir, sizeof fdir) != 0) return 0;
-    if ((rc = lsb_mkdirs(fdir, 0755)) != 0) {
+    if ((rc = lash_mkdirs(fdir, 0755)) != 0) {
       snprintf(why, whysz, "cannot make the freezer group %s (%s)", fdir, strerror(-rc));
       return rc;
     }
