@@ -195,6 +195,37 @@ describe("Lua specs", function()
     err = load_fails("lua", "return { capabilities = { 'Nope' } }")
     assert.matches("capabilities[1]: Capability 'Nope' is not a known capability type.", err, 1, true)
   end)
+
+  it("point at the spec, never into lash's own files", function()
+    -- a tail call (return lash.agent{...}) leaves no line to name: the file
+    local err, path = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = 'test',\n"
+      .. "  limits = { max_step = 5 } }\n")
+    assert.equal(path .. ": lash.agent: unknown limit 'max_step' (known: max_calls_per_turn, max_concurrent_tools, "
+      .. "max_input_tokens, max_output_tokens, max_steps, max_tool_calls, max_total_tokens)", err)
+    err, path = load_fails("lua", "local lash = require 'lash'\nlocal a = lash.agent { model = 'test',\n"
+      .. "  limits = { max_step = 5 } }\nreturn a\n")
+    assert.matches("^" .. path:gsub("%p", "%%%0") .. ":2: lash.agent: unknown limit 'max_step'", err)
+    err = load_fails("yaml", "model: test\nlimits: {max_step: 5}\n")
+    assert.is_nil(err:find("%.lua:%d+:"), err)
+  end)
+
+  it("refuse one tool, toolset or capability where a list belongs", function()
+    local err = load_fails("lua", "local lash = require 'lash'\nlocal shout = lash.tool { name = 'shout', "
+      .. "handler = function() return 'x' end }\nreturn lash.agent { model = 'test', tools = shout }\n")
+    assert.matches("field 'tools' must be a list, got the tool 'shout': write tools = { ... } around it", err, 1, true)
+    err = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = 'test', "
+      .. "capabilities = lash.sandbox_capability {} }\n")
+    assert.matches("field 'capabilities' must be a list, got one capability rather than a list", err, 1, true)
+  end)
+
+  it("say what a model must be, and quote strings where numbers belong", function()
+    local err = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = 42 }\n")
+    assert.matches("field 'model' must be a model name such as \"anthropic:claude-sonnet-4-6\" or \"test\" (or a "
+      .. "function(messages, info)), got 42", err, 1, true)
+    err = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = 'test', limits = { "
+      .. "max_steps = '5' } }\n")
+    assert.matches("limit 'max_steps' must be an integer >= 0 (or false for none), got \"5\"", err, 1, true)
+  end)
 end)
 
 describe("YAML specs", function()
