@@ -72,7 +72,7 @@ describe("Lua specs", function()
     local agent = load_ok("lua", [[
       return { model = "test", capabilities = { "Sandbox", { LocalSandbox = { sandbox_timeout = 600 } },
                                                { PrefixTools = { prefix = "b", capability = "Sandbox" } } } }
-    ]])
+    ]], { check_tools = false })  -- the shape only: these tools would conflict
     assert.equal("owned", agent.capabilities[1].mode)
     assert.equal(600, agent.capabilities[2].opts.sandbox_timeout)
     assert.equal("b_run_command", tool_names(agent.capabilities[3])[1])
@@ -243,7 +243,7 @@ capabilities:
   - ModalSandbox: {image: python:3.12-slim, sandbox_timeout: 600}
   - ModalSandbox: python:3.11-slim
   - PrefixTools: {prefix: box, capability: {LocalSandbox: {default_command_timeout: 30}}}
-]])
+]], { check_tools = false })  -- the shape only: these tools would conflict
     assert.equal("coder", agent.name)
     assert.equal("anthropic:claude-sonnet-4-6", agent.model)
     assert.equal(2, agent.retries)
@@ -255,6 +255,24 @@ capabilities:
     assert.equal("python:3.12-slim", caps[3].opts.image)
     assert.equal("python:3.11-slim", caps[4].opts.image)
     assert.same({ "box_run_command", "box_read_file", "box_write_file", "box_list_directory" }, tool_names(caps[5]))
+  end)
+
+  it("refuse two capabilities that define the same tools at load, naming both and the YAML fix", function()
+    local err, path = load_fails("yaml", "model: test\ncapabilities:\n  - Sandbox: {}\n  - LocalSandbox: {}\n")
+    assert.equal(path .. ": tool names conflict: capabilities[2] (LocalSandbox) defines tools that capabilities[1] "
+      .. "(Sandbox) already defines: 'run_command', 'read_file', 'write_file', 'list_directory'. Give one of them "
+      .. "a prefix: `- PrefixTools: {prefix: box, capability: {LocalSandbox: {}}}` (an MCP server takes "
+      .. "`tool_prefix: box`), or drop one.", err:gsub("'edit_file'.-'list_directory'", "'list_directory'"))
+    -- the fix works
+    load_ok("yaml", "model: test\ncapabilities:\n  - Sandbox: {}\n  - PrefixTools: {prefix: box, capability: "
+      .. "{LocalSandbox: {}}}\n")
+    err = load_fails("json", '{"model": "test", "capabilities": ["Sandbox", "Sandbox"]}')
+    assert.matches('{"PrefixTools": {"prefix": "box", "capability": {"LocalSandbox": {}}}}', err, 1, true)
+    err = load_fails("lua", "local lash = require 'lash'\nlocal t = lash.tool { name = 'read_file', handler = "
+      .. "function() return '' end }\nreturn lash.agent { model = 'test', tools = { t }, capabilities = { "
+      .. "lash.sandbox_capability {} } }\n")
+    assert.matches("capabilities[1] (", err, 1, true)
+    assert.matches("already defines: 'read_file'. Give one of them a prefix (lash.prefix_tools", err, 1, true)
   end)
 
   it("name the valid capability types for an unknown one", function()
@@ -311,7 +329,7 @@ describe("JSON specs", function()
       "model": "test", "instructions": ["One.", "Two."],
       "capabilities": ["Sandbox", {"PrefixTools": {"prefix": "x", "capability": {"Sandbox": "local"}}},
                        {"Sandbox": {"max_output_lines": 10, "instructions": null}}]
-    }]])
+    }]], { check_tools = false })  -- the shape only: these tools would conflict
     assert.same({ "One.", "Two." }, agent.instructions)
     assert.equal("x_list_directory", tool_names(agent.capabilities[2])[4])
     assert.equal(10, agent.capabilities[3].opts.max_output_lines)

@@ -440,7 +440,8 @@ local function close_all(run, err)
   return first
 end
 
-local CLASH_HINT = "Rename the tool or wrap it with lash.prefix_tools."
+local CLASH_HINT = "Rename the tool, or give one of them a prefix (lash.prefix_tools in Lua, PrefixTools in a "
+  .. "YAML or JSON spec, tool_prefix on an MCP server)."
 
 -- Collect tools; rebuild the tables only when some toolset's list changed.
 local function collect_tools(run)
@@ -456,10 +457,18 @@ local function collect_tools(run)
     s.tools = lists[i]
     for _, t in ipairs(lists[i]) do
       if by_name[t.name] then
-        error(new_error("config", string.format("%s defines a tool whose name conflicts with existing tool from %s: '%s'. %s",
-          s.ts.name, owner[t.name], t.name, CLASH_HINT), { tool = t.name }), 0)
+        -- two toolsets of one name (two Sandbox capabilities) are told apart by place
+        local this, other = s.ts.name, owner[t.name]
+        if this == other[1] then
+          this, other = this .. " (toolset " .. i .. ")", other[1] .. " (toolset " .. other[2] .. ")"
+        else
+          other = other[1]
+        end
+        error(new_error("config", string.format(
+          "%s defines a tool whose name conflicts with existing tool from %s: '%s'. %s",
+          this, other, t.name, CLASH_HINT), { tool = t.name }), 0)
       end
-      by_name[t.name], owner[t.name] = t, s.ts.name
+      by_name[t.name], owner[t.name] = t, { s.ts.name, i }
       all[#all + 1] = t
       defs[#defs + 1] = t:definition()
     end
