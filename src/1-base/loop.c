@@ -53,6 +53,7 @@ struct lash_loop {
   int nio;                 /* active lash_io watchers (curl's included) */
   lash_timer **heap;
   size_t nheap, capheap;
+  size_t nweak;            /* weak timers in the heap */
   CURLM *multi;
   lash_timer curl_timer;
   int ncurl;               /* transfers added and not yet done */
@@ -101,7 +102,7 @@ int lash_io_start(lash_loop *loop, lash_io *io, int fd, unsigned events,
   if (epoll_ctl(loop->epfd, io->active ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd,
                 &ee) != 0)
     return -errno;
-  if (!io->active) loop->nio++;
+  if (!io->active && !io->weak) loop->nio++;
   io->fd = fd;
   io->events = events;
   io->active = 1;
@@ -116,7 +117,7 @@ void lash_io_stop(lash_loop *loop, lash_io *io) {
   ** longer in our set once we forget it. */
   epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
   io->active = 0;
-  loop->nio--;
+  if (!io->weak) loop->nio--;
   for (int i = 0; i < loop->batch_len; i++)
     if (loop->batch[i].data.ptr == io) loop->batch[i].data.ptr = NULL;
 }
@@ -165,6 +166,7 @@ int lash_timer_active(const lash_timer *t) {
 void lash_timer_stop(lash_loop *loop, lash_timer *t) {
   size_t i = t->heap_index;
   if (i == NOT_ARMED) return;
+  if (t->weak) loop->nweak--;
   loop->nheap--;
   if (i != loop->nheap) {
     loop->heap[i] = loop->heap[loop->nheap];
@@ -190,6 +192,7 @@ int lash_timer_start(lash_loop *loop, lash_timer *t, uint64_t delay_ns,
   t->cb = cb;
   t->data = data;
   t->heap_index = loop->nheap;
+  if (t->weak) loop->nweak++;
   loop->heap[loop->nheap++] = t;
   heap_up(loop, t->heap_index);
   if (loop->tfd >= 0) notify_arm(loop);  /* lash_fd: see notify_arm */
@@ -606,7 +609,8 @@ void lash_loop_free(lash_loop *loop) {
 
 int lash_loop_alive(const lash_loop *loop) {
   /* curl's own timer does not keep the loop alive by itself. */
-  size_t timers = loop->nheap - (lash_timer_active(&loop->curl_timer) ? 1 : 0);
+  size_t timers = loop->nheap - loop->nweak -
+                  (lash_timer_active(&loop->curl_timer) ? 1 : 0);
   return loop->ncurl > 0 || loop->nchildren > 0 || timers > 0 ||
          loop->nio > 0;
 }

@@ -33,6 +33,7 @@ struct lash_io {
   int active;
   lash_io_cb cb;
   void *data;
+  int weak;              /* set while stopped: does not keep the loop alive */
 };
 
 /* Start (or change) watching fd for events; returns 0 or -errno. */
@@ -51,6 +52,8 @@ struct lash_timer {
   size_t heap_index;     /* (size_t)-1 when not armed */
   lash_timer_cb cb;
   void *data;
+  int weak;              /* set while disarmed (after lash_timer_init): does
+                         ** not keep the loop alive */
 };
 
 void lash_timer_init(lash_timer *t);
@@ -137,7 +140,9 @@ void lash_loop_free(lash_loop *loop);
 ** dispatch what is ready: fd events, due timers, finished transfers.
 ** Returns the number of callbacks run, or -errno. */
 int  lash_loop_run_once(lash_loop *loop, int timeout_ms);
-/* Non-zero while any watcher, timer, child or transfer is registered. */
+/* Non-zero while any watcher, timer, child or transfer is registered,
+** weak watchers and timers aside (a proxy that serves whoever comes by
+** must not make an idle loop wait forever). */
 int  lash_loop_alive(const lash_loop *loop);
 /* The epoll fd: readable when lash_loop_run_once(loop, 0) has I/O to
 ** dispatch; after lash_loop_notify_enable also when a timer is due and
