@@ -45,9 +45,13 @@ function M.sources(agent, o)
   for i, c in ipairs(agent.capabilities or {}) do
     local label = "capabilities[" .. i .. "] (" .. ((o.labels and o.labels[i]) or kind_of(c)) .. ")"
     if capability.is_capability(c) then
-      local ok, inst = pcall(c.for_run, c, ctx)
-      if ok and inst then
-        for _, ts in ipairs(inst:get_toolsets()) do add(label, ts) end
+      -- whatever cannot be listed now (it fails, or a spec's function ran
+      -- out of its budget) is listed by the run, which checks again
+      local ok, sets = pcall(function() return c:for_run(ctx):get_toolsets() end)
+      if ok and type(sets) == "table" then
+        for _, ts in ipairs(sets) do add(label, ts) end
+      else
+        out[#out + 1] = { label = label, pending = label }
       end
     else
       add(label, c)
