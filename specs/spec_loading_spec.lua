@@ -278,7 +278,8 @@ capabilities:
   it("name the valid capability types for an unknown one", function()
     local err, path = load_fails("yaml", "capabilities: [Sandboxx]\n")
     assert.equal(path .. ": capabilities[1]: Capability 'Sandboxx' is not a known capability type. Valid "
-      .. "choices: [LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, ModalSandbox, PrefixTools, Sandbox]. Register a custom one from Lua with "
+      .. "choices: [CodeMode, InputGuardrail, LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, ModalSandbox, "
+      .. "OutputGuardrail, PrefixTools, Sandbox, SubAgents]. Register a custom one from Lua with "
       .. "lash.register_capability(name, constructor).", err)
   end)
 
@@ -303,8 +304,9 @@ capabilities:
       .. "got 2 keys", err, 1, true)
     local path
     err, path = load_fails("yaml", "model: test\ncolour: red\n")
-    assert.equal(path .. ": unknown key 'colour' (known keys: capabilities, description, instructions, limits, "
-      .. "metadata, model, model_settings, name, output_schema, retries, stream, tool_timeout, values)", err)
+    assert.equal(path .. ": unknown key 'colour' (known keys: capabilities, description, handoff_description, "
+      .. "handoffs, instructions, limits, metadata, model, model_settings, name, output_schema, retries, stream, "
+      .. "tool_timeout, values)", err)
     err = load_fails("yaml", "model: test\noutput_schema: {type: objet}\n")
     assert.matches("objet", err, 1, true)
     -- a valid one is the agent's output: the test model answers a value of it
@@ -435,7 +437,8 @@ describe("registered capability types", function()
     assert.is_true(seen.info.from_file)
     local err = load_fails("yaml", "capabilities:\n  - Notes: {colour: red}\n")
     assert.matches("Failed to instantiate capability 'Notes': Notes has no option colour", err, 1, true)
-    assert.matches("Valid choices: [LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, ModalSandbox, Notes, PrefixTools, Sandbox]",
+    assert.matches("Valid choices: [CodeMode, InputGuardrail, LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, "
+      .. "ModalSandbox, Notes, OutputGuardrail, PrefixTools, Sandbox, SubAgents]",
       load_fails("yaml", "capabilities: [Nope]\n"), 1, true)
     assert.has_error(function() lash.register_capability("Notes", function() end) end,
       "lash.register_capability: a capability type named 'Notes' is already registered")

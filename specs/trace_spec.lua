@@ -98,6 +98,31 @@ describe("lash.trace spans", function()
     assert.equal("abc", attrs(root)["gen_ai.conversation.id"])
   end)
 
+  it("nest a sub-agent's spans under the parent's tool span of the call that started it", function()
+    local rt, got = tracer()
+    local lash = require "lash"
+    local grandchild = lash.agent { name = "leaf", model = function() return "leaf done" end }
+    local child = lash.agent { name = "mid", tools = { grandchild:as_tool() }, model = lash.script_model {
+      { tool_calls = { { name = "leaf", args = { input = "x" }, id = "g1" } } }, "mid done" } }
+    local parent = lash.agent { name = "top", tools = { child:as_tool() }, model = lash.script_model {
+      { tool_calls = { { name = "mid", args = { input = "y" }, id = "c1" } } }, "top done" } }
+    parent:run("go", { on_event = rt.on_event, on_message = rt.on_message })
+    local by = {}
+    for _, sp in ipairs(got) do by[sp.name] = by[sp.name] or sp end
+    assert.equal(by["execute_tool mid"].span_id, by["invoke_agent mid"].parent_span_id)
+    assert.equal(by["invoke_agent top"].span_id, by["execute_tool mid"].parent_span_id)
+    assert.equal(by["invoke_agent mid"].span_id, by["execute_tool leaf"].parent_span_id)
+    assert.equal(by["execute_tool leaf"].span_id, by["invoke_agent leaf"].parent_span_id)
+    local chats = 0
+    for _, sp in ipairs(got) do
+      assert.equal(got[1].trace_id, sp.trace_id)
+      if sp.name:match("^chat") then chats = chats + 1 end
+    end
+    -- 2 requests of top, 2 of mid, 1 of leaf
+    assert.equal(5, chats)
+    assert.equal(10, #got)
+  end)
+
   it("end what a failed run left open with its error, and mark calls left for approval", function()
     local rt, got = tracer()
     rt.on_event { type = "run_start", agent = "a", model = "test" }

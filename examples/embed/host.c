@@ -3,7 +3,9 @@
 ** prints a frame counter; two engine functions over an in-memory scene
 ** (spawn_entity, list_entities) are registered as tools; an agent (the
 ** offline scripted one in village.lua) builds a village through them while
-** the frames keep ticking. spawn_entity is answered on the next frame, when
+** the frames keep ticking. A hook (lash_register_hook, before_tool_call)
+** keeps every spawn inside the level: one asked for outside is moved to
+** the edge, by editing the call's arguments before the tool sees them. spawn_entity is answered on the next frame, when
 ** the engine applies queued changes, as an engine would; list_entities at
 ** once. At the end it reports late frames: frames whose work (applying
 ** changes, lash_step, "rendering") took longer than one frame budget.
@@ -135,6 +137,33 @@ static void list_entities(lash_Call *call, const char *args, void *ud) {
   lash_call_return(call, buf);
 }
 
+/* ---- a hook: the level's bounds ------------------------------------------ */
+
+#define LEVEL_MIN 0.0
+#define LEVEL_MAX 10.0
+
+static double clamp(double v) {
+  return v < LEVEL_MIN ? LEVEL_MIN : v > LEVEL_MAX ? LEVEL_MAX : v;
+}
+
+/* Every tool call passes here before it runs. A spawn outside the level is
+** moved to its edge: the answer edits the call's arguments. Anything else
+** goes through unchanged (NULL). The answer could also refuse the call
+** ("\"message for the model\"") or come frames later. */
+static void keep_in_level(lash_Call *call, const char *payload, void *ud) {
+  char kind[16] = "?", edit[160];
+  double x = 0, y = 0;
+  (void)ud;
+  if (!strstr(payload, "\"name\":\"spawn_entity\"") || !arg_num(payload, "x", &x) ||
+      !arg_num(payload, "y", &y) || (clamp(x) == x && clamp(y) == y)) {
+    lash_call_return(call, NULL);
+    return;
+  }
+  arg_str(payload, "kind", kind, sizeof kind);
+  snprintf(edit, sizeof edit, "{\"args\":{\"kind\":\"%s\",\"x\":%g,\"y\":%g}}", kind, clamp(x), clamp(y));
+  lash_call_return(call, edit);
+}
+
 /* ---- events ----------------------------------------------------------- */
 
 static void on_event(lash_Run *run, const char *json, void *ud) {
@@ -178,6 +207,7 @@ int main(int argc, char **argv) {
                          SPAWN_SCHEMA, spawn_entity, &sc) != LASH_OK ||
       lash_register_tool(S, "list_entities", "List the entities in the scene.",
                          NULL, list_entities, &sc) != LASH_OK ||
+      lash_register_hook(S, "before_tool_call", keep_in_level, NULL) != LASH_OK ||
       lash_set_value(S, "level", "Green Hills") != LASH_OK ||
       lash_set_event_handler(S, on_event, frame_label) != LASH_OK ||
       lash_run_start(S, "Build a small village.", NULL, &run) != LASH_OK) {

@@ -65,6 +65,8 @@ const char *lash_call_id(const lash_Call *call);
 const char *lash_call_name(const lash_Call *call);
 const char *lash_call_args(const lash_Call *call);
 lash_Run *lash_call_run(const lash_Call *call);
+typedef void (*lash_HookFn)(lash_Call *call, const char *payload_json, void *ud);
+int lash_register_hook(lash_State *S, const char *hook, lash_HookFn fn, void *ud);
 typedef void (*lash_EventFn)(lash_Run *run, const char *event_json, void *ud);
 int lash_set_event_handler(lash_State *S, lash_EventFn fn, void *ud);
 int lash_run_start(lash_State *S, const char *prompt, const char *options_json, lash_Run **run);

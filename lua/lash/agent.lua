@@ -50,8 +50,13 @@
 --                 discarded_text, discarded_thinking}  what the failed attempt had streamed
 --                {run_id, step, kind = "output", attempt, message}  the answer missed the schema
 --   usage        {run_id, step, usage = this request, total = the run so far,
---                 response_model, response_id}   what the provider said it ran, when it says
---   run_end      {run_id, stop_reason, output, usage, pending, error = {kind, message}}
+--                 response_model, response_id,   what the provider said it ran, when it says
+--                 finish}
+--   handoff      {run_id, step, id, from, to}      the run goes on with another agent
+-- A sub-agent's events (lash.subagent) reach the root run's on_event with
+-- `path = {"root agent", "child#call_id", ...}` and the child's run_id;
+-- the top-level run's events have no path.
+--   run_end      {run_id, stop_reason, output, usage, pending, agent, error = {kind, message}}
 -- `on_event` runs inside the run's task (or a tool call's child task); it
 -- may wait, but every wait there holds up the run.
 --
@@ -73,6 +78,9 @@ local mparts = require "lash.models.parts"
 local structured = require "lash.models.structured"
 local schema = require "lash.schema"
 local hooks = require "lash.hooks"
+local subagent = require "lash.subagent"
+local handoff = require "lash.handoff"
+local guardrails = require "lash.guardrails"
 
 local M = {}
 
@@ -92,10 +100,11 @@ end
 -- max_calls_per_turn and max_concurrent_tools bound what one model turn
 -- can start (lash.defaults.agent says how far).
 local DEFAULT_LIMITS = { max_steps = defaults.agent.max_steps, max_calls_per_turn = defaults.agent.max_calls_per_turn,
-                         max_concurrent_tools = defaults.agent.max_concurrent_tools }
+                         max_concurrent_tools = defaults.agent.max_concurrent_tools,
+                         max_depth = defaults.agent.max_depth }
 local LIMIT_KEYS = { max_steps = true, max_tool_calls = true, max_input_tokens = true,
                      max_output_tokens = true, max_total_tokens = true, max_calls_per_turn = true,
-                     max_concurrent_tools = true }
+                     max_concurrent_tools = true, max_depth = true }
 
 local AGENT_FIELDS = {
   name = "string", description = "string", model = true, instructions = true, tools = "table",
@@ -104,6 +113,9 @@ local AGENT_FIELDS = {
   stream = "boolean", approve = "function", model_options = "table",
   output = "table",  -- a JSON Schema: the run's answer is a value of it (structured output)
   hooks = "table",   -- lifecycle hooks (lash.hooks)
+  handoffs = "table",  -- agents (or lash.handoff{...}) the model may transfer the run to
+  handoff_description = "string",  -- when another agent's model should hand off to this one
+  guardrails = "table",  -- {input = {...}, output = {...}}: checks that can stop the run (lash.guardrails)
 }
 
 local RUN_OPTS = {
@@ -115,6 +127,10 @@ local RUN_OPTS = {
   toolsets = "table", -- more toolsets for this run only, after the agent's own
   host = true,        -- the embedding host's handle for this run: ctx.host in tools and hooks
   hooks = "table",    -- lifecycle hooks for this run (lash.hooks), after the agent's and capabilities'
+  parent = "table",   -- run as a sub-agent of the run of this ctx (a tool's ctx): lash.subagent
+  capabilities = "table",  -- more capabilities for this run only, after the agent's own
+  sandbox_for = "function",  -- a sub-agent's sandbox capability, pointed at its parent's (lash.subagent)
+  guardrails = "table",  -- more guardrails for this run, after the agent's and capabilities'
 }
 
 -- A value as a message shows it: strings quoted (so "5" is not read as 5).
@@ -188,6 +204,8 @@ function M.new(def)
   end
   if def.limits then check_limits("lash.agent", def.limits, 2) end
   hooks.check("lash.agent", def.hooks, 2)
+  handoff.check("lash.agent", def.handoffs, 2)
+  guardrails.check("lash.agent", def.guardrails, 2)
   if def.output ~= nil then
     local ok, err = schema.check(def.output, "lash.agent: output")
     if not ok then error(err, 2) end
@@ -223,6 +241,7 @@ function M.new(def)
     end
   end
   self.capabilities = caps
+  subagent.check_cycles(self, 2)
   return self
 end
 
@@ -248,6 +267,8 @@ local function emit(run, ev)
   local cb = run.on_event
   if cb then
     ev.run_id = run.id
+    -- a sub-agent's events say where they come from (lash.subagent)
+    if run.path then ev.path = run.path end
     cb(ev)
   end
 end
@@ -316,6 +337,19 @@ local function new_run(agent, prompt, opts)
     if not ok then error(err, 3) end
   end
   hooks.check("agent:run", opts.hooks, 3)
+  guardrails.check("agent:run", opts.guardrails, 3)
+  local parent
+  if opts.parent ~= nil then
+    parent = subagent.run_of(opts.parent)
+    if not parent then
+      error("agent:run: parent must be the ctx of a tool call of a running agent (a tool handler's ctx)", 3)
+    end
+  end
+  for i, c in ipairs(opts.capabilities or {}) do
+    if not capability.is_capability(c) then
+      error("agent:run: capabilities[" .. i .. "] is not a capability (make one with lash.capability{...})", 3)
+    end
+  end
   for i, ts in ipairs(opts.toolsets or {}) do
     if not toolset.is_toolset(ts) then
       error("agent:run: toolsets[" .. i .. "] is not a toolset (make one with lash.toolset{...})", 3)
@@ -329,6 +363,7 @@ local function new_run(agent, prompt, opts)
     check_limits("agent:run", opts.limits, 3)
     limits = merged(limits, opts.limits)
   end
+  local depth = parent and subagent.check_depth(parent) or 0
   run_counter = run_counter + 1
   local id = string.format("run_%d", run_counter)
   local messages = json.array()   -- encoded [] even when empty
@@ -338,19 +373,25 @@ local function new_run(agent, prompt, opts)
   local model_spec = opts.model or agent.model
   local usage = { requests = 0, input_tokens = 0, output_tokens = 0, cache_read_tokens = 0,
                   cache_write_tokens = 0, tool_calls = 0 }
+  local pctx = parent and parent.ctx
   local info = { id = id, agent = agent.name, prompt = prompt, step = 0,
-                 model = M.model_label(model_spec), holder = opts.holder,
+                 model = M.model_label(model_spec), holder = opts.holder or (parent and parent.info.holder),
                  date = os.date("%Y-%m-%d") }
-  local ctx = { deps = opts.deps ~= nil and opts.deps or agent.deps, run = info,
+  local deps = opts.deps
+  if deps == nil then deps = agent.deps end
+  if deps == nil and pctx then deps = pctx.deps end
+  local ctx = { deps = deps, run = info,
                 values = merged(agent.values, opts.values), messages = messages, usage = usage,
-                agent = agent, host = opts.host }
+                agent = agent, host = opts.host ~= nil and opts.host or (pctx and pctx.host),
+                sandbox_for = opts.sandbox_for }
   local stream = opts.stream
   if stream == nil then stream = agent.stream end
   if stream == nil then stream = opts.on_event ~= nil end
   local run = {
     agent = agent, id = id, prompt = prompt, opts = opts, ctx = ctx, info = info,
     messages = messages, usage = usage, limits = limits, model_spec = model_spec,
-    on_event = opts.on_event, on_message = opts.on_message, approve = opts.approve or agent.approve,
+    on_event = opts.on_event or (parent and parent.on_event), on_message = opts.on_message,
+    approve = opts.approve or agent.approve or (parent and parent.approve),
     approvals = opts.approvals or {}, stream = stream, retries = {}, opened = {},
     settings = merged(agent.model_settings, opts.model_settings),
     prompt_parts = prompt_parts, output_schema = opts.output or agent.output, output_retries = 0,
@@ -361,7 +402,34 @@ local function new_run(agent, prompt, opts)
   -- for toolsets that start something inside the run's sandbox (an MCP
   -- server with sandbox = true)
   ctx.sandbox = function() return M.run_sandbox(run) end
+  if parent then
+    run.parent, run.depth = parent, depth
+    run.path = subagent.path(parent, agent.name, opts.parent.tool_call_id)
+    run.inherited_hooks = subagent.inherited_hooks(parent)
+  end
+  subagent.register(run)
   return run
+end
+
+-- The transfer_to_<name> tools of the run's current agent. The first
+-- handoff a turn asks for is taken when the turn's calls are done.
+local function handoff_toolset(run)
+  local ts = { name = "handoffs", cache = nil, key = nil }
+  local function take(h, cctx, args)
+    if run.handoff_to then return handoff.MULTIPLE end
+    run.handoff_to = { h = h, args = args, id = cctx.tool_call_id }
+    return handoff.transfer_message(h.agent)
+  end
+  function ts.get_tools(self, ctx)
+    local list = handoff.tools(run.agent, ctx, take)
+    local key = {}
+    for i, t in ipairs(list) do key[i] = t.name end
+    key = table.concat(key, "\0")
+    if self.key == key then return self.cache end
+    self.cache, self.key = list, key
+    return list
+  end
+  return ts
 end
 
 -- Instances of every toolset and capability for this run, in order.
@@ -374,7 +442,13 @@ local function instantiate(run)
   for _, ts in ipairs(run.opts.toolsets or {}) do
     sets[#sets + 1] = { ts = ts:for_run(ctx) }
   end
-  for _, c in ipairs(agent.capabilities) do
+  local all = agent.capabilities
+  if run.opts.capabilities then
+    all = {}
+    for i, c in ipairs(agent.capabilities) do all[i] = c end
+    for _, c in ipairs(run.opts.capabilities) do all[#all + 1] = c end
+  end
+  for _, c in ipairs(all) do
     if capability.is_capability(c) then
       local inst = c:for_run(ctx)
       local entry = { cap = inst, sets = {} }
@@ -388,15 +462,26 @@ local function instantiate(run)
       sets[#sets + 1] = { ts = c:for_run(ctx) }
     end
   end
+  if agent.handoffs and #agent.handoffs > 0 then sets[#sets + 1] = { ts = handoff_toolset(run) } end
   run.sets, run.caps = sets, caps
   -- the hooks nearest the host run last (lash.hooks)
   local sources = { n = 1, agent.hooks }
+  local guards = { n = 1, agent.guardrails }
   for _, e in ipairs(caps) do
     sources.n = sources.n + 1
     sources[sources.n] = hooks.of_capability(e.cap)
+    guards.n = guards.n + 1
+    guards[guards.n] = type(e.cap.get_guardrails) == "function" and e.cap:get_guardrails() or nil
   end
+  guards.n = guards.n + 1
+  guards[guards.n] = run.opts.guardrails
+  run.guards = guards
   sources.n = sources.n + 1
   sources[sources.n] = run.opts.hooks
+  for _, h in ipairs(run.inherited_hooks or {}) do
+    sources.n = sources.n + 1
+    sources[sources.n] = h
+  end
   run.hooks = hooks.compile(sources)
 end
 
@@ -568,6 +653,11 @@ local function exec_item(run, item)
     end
   end
   run.usage.tool_calls = run.usage.tool_calls + 1
+  local up = run.parent
+  while up do
+    up.usage.tool_calls = up.usage.tool_calls + 1
+    up = up.parent
+  end
   local cctx = call_ctx(run, item)
   local status, content = tool.call(t, cctx, args, run.agent.tool_timeout)
   local res
@@ -632,38 +722,44 @@ local function exec_concurrently(run, items)
 end
 
 -- Decode, validate and classify the calls of one model turn.
+-- Decode, validate and classify one call (the before_tool_call hooks run
+-- here); returns the item and whether it waits for an approval.
+local function prepare_one(run, p)
+  emit(run, { type = "tool_call", step = run.info.step, id = p.id, name = p.name, args = p.args_json or p.args })
+  local item, asks = { part = p }, false
+  local t = run.by_name[p.name]
+  if not t then
+    item.status, item.message = "retry", unknown_tool_message(run, p.name)
+  else
+    local args, err = tool.prepare_args(t, p.args_json or p.args)
+    if not args then
+      item.status, item.message = "retry", err
+    else
+      item.tool, item.args = t, args
+      local allow, message = true, nil
+      if run.hooks then
+        allow, item.args, message = hooks.before_tool_call(run.hooks, call_ctx(run, item),
+          { id = p.id, name = p.name, args = args }, function(a) return tool.prepare_args(t, a) end)
+        args = item.args
+      end
+      if not allow then
+        item.status, item.content = "denied", message
+      else
+        item.needs_approval = t:needs_approval(call_ctx(run, item), args)
+        asks = item.needs_approval and run.approvals[p.id] == nil
+      end
+    end
+  end
+  if item.status == "retry" then item.content = item.message .. tool.RETRY_SUFFIX end
+  return item, asks
+end
+
 local function prepare_calls(run, calls)
   local items, pending, asks = {}, {}, {}
   local step = run.info.step
   for i, p in ipairs(calls) do
-    emit(run, { type = "tool_call", step = step, id = p.id, name = p.name, args = p.args_json or p.args })
-    local item = { part = p }
-    local t = run.by_name[p.name]
-    if not t then
-      item.status, item.message = "retry", unknown_tool_message(run, p.name)
-    else
-      local args, err = tool.prepare_args(t, p.args_json or p.args)
-      if not args then
-        item.status, item.message = "retry", err
-      else
-        item.tool, item.args = t, args
-        local allow, message = true, nil
-        if run.hooks then
-          allow, item.args, message = hooks.before_tool_call(run.hooks, call_ctx(run, item),
-            { id = p.id, name = p.name, args = args }, function(a) return tool.prepare_args(t, a) end)
-          args = item.args
-        end
-        if not allow then
-          item.status, item.content = "denied", message
-        else
-          item.needs_approval = t:needs_approval(call_ctx(run, item), args)
-          if item.needs_approval and run.approvals[p.id] == nil then
-            asks[#asks + 1] = { id = p.id, name = p.name, args = args }
-          end
-        end
-      end
-    end
-    if item.status == "retry" then item.content = item.message .. tool.RETRY_SUFFIX end
+    local item, ask = prepare_one(run, p)
+    if ask then asks[#asks + 1] = { id = p.id, name = p.name, args = item.args } end
     items[i] = item
   end
   for _, a in ipairs(asks) do
@@ -744,6 +840,12 @@ local function run_calls(run, calls)
   for i, it in ipairs(items) do
     parts[i] = { type = "tool_result", id = it.part.id, name = it.part.name,
                  content = results[i].content, status = results[i].status }
+    -- a sub-agent's transcript, kept with the call's result (saved sessions)
+    local rec = run.subagent_records and run.subagent_records[it.part.id]
+    if rec then
+      parts[i].subagent = rec
+      run.subagent_records[it.part.id] = nil
+    end
   end
   for _, p in ipairs(capped) do
     parts[#parts + 1] = { type = "tool_result", id = p.id, name = p.name, status = "retry",
@@ -763,12 +865,19 @@ local function tool_calls_of(msg)
   return calls
 end
 
-local function check_tokens(run)
+-- `of`: the run whose limits these are, when it is not the one checking
+-- (a sub-agent's tokens count against every run above it).
+local function check_tokens(run, of)
   local u, l = run.usage, run.limits
   local function over(name, value, what)
     local max = l[name]
     if max and value > max then
-      error(limit_error(name, max, value, string.format("%d %s used", value, what)), 0)
+      local e = limit_error(name, max, value, string.format("%d %s used", value, what))
+      if of then
+        e.limit_of = run.id
+        e.message = e.message .. " (by agent '" .. run.agent.name .. "' and its sub-agents)"
+      end
+      error(e, 0)
     end
   end
   over("max_input_tokens", u.input_tokens, "input tokens")
@@ -796,6 +905,13 @@ local function request_model(run, model, instructions)
   end
   local attempts = 0
   local messages, tools, settings = run.messages, run.defs, run.settings
+  if run.view then
+    -- after a handoff with an input_filter: the filtered part before it
+    local v = run.view
+    messages = {}
+    for i, m in ipairs(v.prefix) do messages[i] = m end
+    for i = v.from, #run.messages do messages[#messages + 1] = run.messages[i] end
+  end
   if run.hooks then
     local r = hooks.before_model_request(run.hooks, run.ctx, { step = step, instructions = instructions,
       messages = messages, tools = tools, settings = settings })
@@ -819,7 +935,13 @@ local function request_model(run, model, instructions)
   local ok, resp = pcall(model.request, model, req)
   -- every request sent counts, failed attempts included; a model without
   -- HTTP (function, test) made one
-  run.usage.requests = run.usage.requests + math.max(attempts, (ok or attempts > 0) and 1 or 0)
+  local sent = math.max(attempts, (ok or attempts > 0) and 1 or 0)
+  run.usage.requests = run.usage.requests + sent
+  local up = run.parent
+  while up do
+    up.usage.requests = up.usage.requests + sent
+    up = up.parent
+  end
   if not ok then
     if type(resp) == "table" then error(resp, 0) end
     error(new_error("model", "model " .. tostring(model.name) .. " failed: " .. tostring(resp)), 0)
@@ -848,6 +970,82 @@ local function output_of(resp)
   return table.concat(texts)
 end
 
+-- Go on with the agent the model handed off to (lash.handoff): its model,
+-- settings, output schema, toolsets, capabilities and hooks, in the run's
+-- sandbox; the history stays (the handoff's input_filter changes what the
+-- new agent sees of the part before it).
+local function switch_agent(run)
+  local t = run.handoff_to
+  run.handoff_to = nil
+  local h, new, old = t.h, t.h.agent, run.agent
+  if h.on_handoff then h.on_handoff(run.ctx, t.args) end
+  if h.input_filter then
+    local before = {}
+    for i, m in ipairs(run.messages) do before[i] = m end
+    local seen = h.input_filter(before, { from = old.name, to = new.name })
+    if type(seen) ~= "table" then
+      error(new_error("config", "the input_filter of the handoff to '" .. tostring(new.name)
+        .. "' returned a " .. type(seen) .. " (it must return a list of messages)"), 0)
+    end
+    run.view = { prefix = seen, from = #run.messages + 1 }
+  else
+    run.view = nil
+  end
+  local sb = M.run_sandbox(run)
+  run.agent, run.ctx.agent, run.info.agent = new, new, new.name
+  local spec = run.opts.model or new.model
+  if spec ~= nil and spec ~= run.model_spec then
+    run.model_spec = spec
+    run.model = models.resolve(spec, new.model_options)
+    run.info.model = run.model.name
+  end
+  run.settings = merged(new.model_settings, run.opts.model_settings)
+  run.output_schema = run.opts.output or new.output
+  run.retries = {}
+  if sb then run.ctx.sandbox_for = subagent.pointer(sb) end
+  instantiate(run)
+  open_all(run)
+  run.tool_lists = nil
+  emit(run, { type = "handoff", step = run.info.step, id = t.id, from = old.name, to = new.name })
+end
+
+-- The input guardrails of the run's (first) agent on its prompt: those
+-- not run in parallel now; the others alongside the first model request,
+-- whose response waits for them (run.input_wait). A tripwire cancels the
+-- request in flight; execute() reports the tripwire, not the cancel.
+local function start_input_guardrails(run)
+  local list = guardrails.collect(run.guards, "input")
+  if not list then return end
+  local me = runtime.current()
+  local text, wait, stop = guardrails.start_input(list, run.ctx, run.prompt or "", function(ev) emit(run, ev) end,
+    function(err)
+      run.tripped = err
+      if run.guard_phase == "request" and me then me:cancel() end
+    end)
+  run.input_wait, run.input_stop = wait, stop
+  if text ~= run.prompt then
+    for _, p in ipairs(run.prompt_parts) do
+      if p.type ~= "text" then
+        error(new_error("guardrail", "an input guardrail replaced the prompt, which has parts that are not text; "
+          .. "a guardrail can replace a text prompt only"), 0)
+      end
+    end
+    if type(text) ~= "string" then
+      error(new_error("guardrail", "an input guardrail replaced the prompt with a " .. type(text)
+        .. " (it must be a string)"), 0)
+    end
+    run.prompt, run.prompt_parts = text, { { type = "text", text = text } }
+  end
+end
+
+-- The output guardrails of the agent that answered; returns the output
+-- and, when one asks for it, a retry instruction.
+local function output_guardrails(run, value)
+  local list = guardrails.collect(run.guards, "output")
+  if not list then return value end
+  return guardrails.run_output(list, run.ctx, value, function(ev) emit(run, ev) end)
+end
+
 -- The run body: everything between opening and closing the toolsets.
 local function body(run)
   local agent = run.agent
@@ -864,6 +1062,7 @@ local function body(run)
       error(new_error("config", "the history ends with tool calls that have no results; resume it with "
         .. "agent:run(nil, {history = ..., approvals = {...}}) before sending a new prompt"), 0)
     end
+    start_input_guardrails(run)
     append(run, { role = "user", parts = run.prompt_parts })
   else
     local last = msgs[#msgs]
@@ -875,6 +1074,7 @@ local function body(run)
     if pending then return { stop_reason = "approval_required", pending = pending, output = nil } end
     -- decisions answer the paused turn only; later calls ask again
     run.approvals = {}
+    if run.handoff_to then switch_agent(run) end
   end
   while true do
     local max_steps = run.limits.max_steps
@@ -887,14 +1087,28 @@ local function body(run)
     local step = run.info.step
     collect_tools(run)
     local instructions = render_instructions(run)
+    model = run.model
     emit(run, { type = "model_request", step = step, model = model.name, messages = #msgs, tools = #run.defs })
+    if run.input_wait then run.guard_phase = "request" end
     local resp = request_model(run, model, instructions)
+    if run.input_wait then
+      -- nothing of the response is acted on before the input guardrails pass
+      local wait = run.input_wait
+      run.input_wait, run.guard_phase = nil, nil
+      wait()
+    end
     local u = resp.usage or models.usage()
     add_usage(run.usage, u)
+    local up = run.parent
+    while up do
+      add_usage(up.usage, u)
+      up = up.parent
+    end
     emit(run, { type = "usage", step = step, usage = { input_tokens = u.input_tokens or 0,
                 output_tokens = u.output_tokens or 0, cache_read_tokens = u.cache_read_tokens or 0,
                 cache_write_tokens = u.cache_write_tokens or 0, reasoning_tokens = u.reasoning_tokens },
-                total = copy_usage(run.usage), response_model = resp.model, response_id = resp.id })
+                total = copy_usage(run.usage), response_model = resp.model, response_id = resp.id,
+                finish = resp.finish })
     if run.hooks then
       resp = hooks.after_model_response(run.hooks, run.ctx, { step = step, parts = resp.parts, finish = resp.finish,
         usage = u, model = model.name, id = resp.id })
@@ -902,16 +1116,29 @@ local function body(run)
     append(run, { role = "assistant", parts = resp.parts, finish = resp.finish, model = model.name,
                   usage = u })
     check_tokens(run)
+    up = run.parent
+    while up do
+      check_tokens(up, true)
+      up = up.parent
+    end
     local calls = tool_calls_of(msgs[#msgs])
     if #calls == 0 then
       local text = output_of(resp)
       local stop = FINISH_STOP[resp.finish] or "complete"
-      if not run.output_schema or stop ~= "complete" then return { output = text, stop_reason = stop } end
-      local value, problem = structured.decode(run.output_schema, text)
-      if problem == nil then return { output = value, text = text, stop_reason = stop } end
+      local value, problem, by_guardrail = text, nil, false
+      if run.output_schema and stop == "complete" then value, problem = structured.decode(run.output_schema, text) end
+      if problem == nil and stop == "complete" then
+        local retry
+        value, retry = output_guardrails(run, value)
+        if retry then problem, by_guardrail = retry, true end
+      end
+      if problem == nil then
+        return { output = value, text = (run.output_schema and stop == "complete") and text or nil, stop_reason = stop }
+      end
       run.output_retries = run.output_retries + 1
       if run.output_retries > run.agent.retries then
-        error(new_error("output", string.format("the answer did not match the output schema after %d retr%s: %s",
+        error(new_error("output", string.format("the answer did not %s after %d retr%s: %s",
+          by_guardrail and "pass the output guardrails" or "match the output schema",
           run.agent.retries, run.agent.retries == 1 and "y" or "ies", problem), { text = text }), 0)
       end
       emit(run, { type = "retry", kind = "output", step = step, attempt = run.output_retries, message = problem })
@@ -930,6 +1157,7 @@ local function body(run)
       local pending = run_calls(run, calls)
       if pending then return { stop_reason = "approval_required", pending = pending } end
     end
+    if run.handoff_to then switch_agent(run) end
     ::continue::
   end
 end
@@ -953,6 +1181,9 @@ local function execute(run)
   emit(run, { type = "run_start", agent = run.agent.name, model = run.info.model, prompt = run.prompt })
   local ok, res = xpcall(body, on_error, run)
   if not ok then res = as_typed(res) end
+  if run.input_stop then run.input_stop() end
+  -- a tripwire cancelled the model request: the run ends with the tripwire
+  if not ok and run.tripped then res = run.tripped end
   local cerr = close_all(run, (not ok) and res or nil)
   if ok and cerr then ok, res = false, as_typed(cerr) end
   if run.hooks and hooks.has(run.hooks, "on_run_end") then
@@ -973,9 +1204,40 @@ local function execute(run)
   res.messages = run.messages
   res.usage = run.usage
   res.run_id = run.id
+  -- the agent that answered (another than the run's first after a handoff)
+  res.agent = run.agent.name
   emit(run, { type = "run_end", stop_reason = res.stop_reason, output = res.output,
-              usage = copy_usage(run.usage), pending = res.pending })
+              usage = copy_usage(run.usage), pending = res.pending, agent = res.agent })
   return res
+end
+
+--- Call one of a running agent's tools from code (code mode's
+-- `tools.x{...}`, a tool that chains others): as a call the model made,
+-- with its events, hooks, approval (denied when the run has nobody to
+-- ask), retries' wording and the run's tool call limit.
+-- @tparam table ctx a tool call's ctx (or the run's)
+-- @tparam string name the tool's name as the model sees it
+-- @tparam table args its arguments
+-- @tparam string id the call's id in the events
+-- @treturn string status "ok", "retry" or "denied"
+-- @treturn string the content (a retry's without the "Fix the errors" suffix)
+function M.call_tool(ctx, name, args, id)
+  local run = subagent.run_of(ctx)
+  if not run or not run.by_name then
+    error("lash.agent.call_tool: ctx is not the context of a running agent's tool call", 2)
+  end
+  local item, ask = prepare_one(run, { id = id, name = name, args = args })
+  if ask then
+    emit(run, { type = "approval_request", step = run.info.step, id = id, name = name, args = item.args })
+    if not run.approve then
+      item.status, item.content = "denied", "The call to '" .. name .. "' needs approval, which nobody can give "
+        .. "from inside code; call the tool directly."
+    end
+  end
+  check_tool_call_limit(run, { item })
+  local res = exec_and_report(run, item)
+  if res.status == "retry" then return "retry", res.message or item.message or res.content end
+  return res.status, res.content
 end
 
 --- What this agent runs with: its settings after the defaults, and every
@@ -990,6 +1252,16 @@ function Agent:describe()
     tool_timeout = self.tool_timeout, limits = merged(DEFAULT_LIMITS, self.limits),
     capabilities = caps, defaults = defaults.copy(),
   }
+end
+
+--- This agent as a tool another agent's model can call: each call runs
+-- it as a sub-agent (its own run, history, model and limits; events,
+-- usage, cancellation and the sandbox tied to the calling run). See
+-- lash.subagent for the options (`name`, `description`, `parameters`,
+-- `input`, `output`, `share_sandbox`, `on_failure`, `max_calls`, ...).
+-- @treturn lash.tool
+function Agent:as_tool(opts)
+  return subagent.as_tool(self, opts, 2)
 end
 
 --- Start a run as a task.
@@ -1015,6 +1287,15 @@ end
 function Agent:start(prompt, opts)
   local run = new_run(self, prompt, opts)
   return runtime.spawn(execute, run)
+end
+
+--- Run in the calling task, without a task of its own (a sub-agent's run
+-- inside the tool call that starts it: cancelling that call's task ends
+-- it). Raises as `run` does.
+-- @treturn table the result, as `run`'s
+function Agent:run_inline(prompt, opts)
+  if not runtime.current() then error("agent:run_inline: call it inside a task (agent:run waits from anywhere)", 2) end
+  return execute(new_run(self, prompt, opts))
 end
 
 --- Run and wait for the result.

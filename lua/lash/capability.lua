@@ -11,6 +11,7 @@
 --   cap:get_instructions() -> list    strings ({{ }} templates) and
 --                                     functions of ctx, possibly empty
 --   cap:get_hooks() -> table|nil      (optional) lifecycle hooks, lash.hooks
+--   cap:get_guardrails() -> table|nil (optional) lash.guardrails
 --
 -- Instruction templates of a capability see `tools`, which maps every name
 -- a tool had inside the capability to the name finally exposed: under
@@ -21,6 +22,7 @@ local tool = require "lash.tool"
 local toolset = require "lash.toolset"
 local options = require "lash.options"
 local hooks = require "lash.hooks"
+local guardrails = require "lash.guardrails"
 
 local M = {}
 
@@ -31,7 +33,7 @@ M.Capability = Capability
 
 local FIELDS = { name = "string", description = "string", instructions = true, tools = true,
                  toolsets = "table", open = "function", close = "function", for_run = "function",
-                 hooks = "table" }
+                 hooks = "table", guardrails = "table" }
 
 --- Raise `who: ...` unless `v` is nil, a string, a function(ctx) or a
 -- list of them (the `instructions` field of agents and capabilities).
@@ -63,7 +65,7 @@ end
 --   after the capability, with `open`/`close` as its hooks), `toolsets`
 --   (more toolsets), `for_run(ctx)` (returns the capability, or a table in
 --   the same shape, to use for one run), `hooks` (lifecycle hooks for the
---   runs it is part of, see lash.hooks).
+--   runs it is part of, see lash.hooks), `guardrails` (lash.guardrails).
 -- @treturn Capability
 function M.new(def)
   if type(def) ~= "table" then error("lash.capability: expected a table, got " .. type(def), 2) end
@@ -72,6 +74,7 @@ function M.new(def)
   local who = "lash.capability '" .. name .. "'"
   M.check_instructions(who, def.instructions, 2)
   hooks.check(who, def.hooks, 2)
+  guardrails.check(who, def.guardrails, 2)
   local sets = {}
   if def.tools ~= nil or def.open or def.close then
     sets[1] = toolset.new { name = name, tools = def.tools, open = def.open, close = def.close }
@@ -84,7 +87,8 @@ function M.new(def)
   end
   return setmetatable({ name = name, description = def.description,
                         instructions = M.instruction_list(def.instructions),
-                        toolsets = sets, for_run_fn = def.for_run, hooks = def.hooks }, Capability)
+                        toolsets = sets, for_run_fn = def.for_run, hooks = def.hooks,
+                        guardrails = def.guardrails }, Capability)
 end
 
 --- Is `v` a capability (anything that speaks the protocol)?
@@ -112,6 +116,11 @@ end
 --- Its lifecycle hooks (lash.hooks), or nil.
 function Capability:get_hooks()
   return self.hooks
+end
+
+--- Its guardrails (lash.guardrails), or nil.
+function Capability:get_guardrails()
+  return self.guardrails
 end
 
 --- Render every templated string field of `t` for this run (for
@@ -161,6 +170,12 @@ end
 
 function Wrapped:get_hooks()
   local f = self.inner.get_hooks
+  if type(f) == "function" then return f(self.inner) end
+  return nil
+end
+
+function Wrapped:get_guardrails()
+  local f = self.inner.get_guardrails
   if type(f) == "function" then return f(self.inner) end
   return nil
 end

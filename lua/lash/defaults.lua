@@ -24,6 +24,7 @@ local M = {
     -- telling it the cap
     max_calls_per_turn = 64,
     max_concurrent_tools = 8,
+    max_depth = 3,             -- levels of sub-agents below a run (lash.subagent)
   },
   model = {
     max_retries = 2,           -- retried HTTP attempts per model request

@@ -22,6 +22,7 @@ local json = require "lash.json"
 local options = require "lash.options"
 local tool = require "lash.tool"
 local spec = require "lash.spec"
+local hooks = require "lash.hooks"
 
 local M = {}
 
@@ -190,6 +191,66 @@ function M.new(core)
     rebuild()
   end
 
+  -- lash_register_hook: one C callback per hook name, given to every run
+  -- started from C as run-level hooks (after the agent's and capabilities').
+  local host_hooks, hook_tuds, hook_calls = {}, {}, 0
+  local KNOWN_HOOKS = {}
+  for _, n in ipairs(hooks.NAMES) do KNOWN_HOOKS[n] = true end
+
+  -- The payload a C hook gets for `name`, and the call id it goes under.
+  local function hook_payload(name, crun, a, b)
+    if name == "after_tool_call" then return { call = a, result = b }, a.id end
+    if name == "before_tool_call" then return a, a.id end
+    hook_calls = hook_calls + 1
+    return a, core.run_id(crun) .. ":" .. name .. ":" .. hook_calls
+  end
+
+  --- lash_register_hook (fn set): returns the record it replaces.
+  function G.register_hook(tud, name)
+    if not KNOWN_HOOKS[name] then
+      arg_error("lash_register_hook: unknown hook '" .. name .. "' (known hooks: " .. table.concat(hooks.NAMES, ", ")
+        .. ")")
+    end
+    local old = hook_tuds[name]
+    hook_tuds[name] = tud
+    host_hooks[name] = function(ctx, a, b)
+      local crun = ctx.host
+      -- a run not started by C, or a hook removed since the run began
+      if crun == nil or hook_tuds[name] ~= tud then return nil end
+      local payload, id = hook_payload(name, crun, a, b)
+      local text = json.try_encode_canonical(payload)
+      if not text then
+        error(runtime.error("hook", "the " .. name .. " payload could not be encoded as JSON for the host"), 0)
+      end
+      local kind, answer = core.call_tool(tud, crun, id, name, text)
+      answer = repair(answer)
+      if kind == "fail" then
+        error(runtime.error("hook", "the host's " .. name .. " hook failed: " .. answer), 0)
+      elseif kind == "retry" then
+        return answer
+      end
+      if answer == "" or answer == "null" then return nil end
+      local v, err = json.try_decode(answer)
+      if v == nil and err then
+        error(runtime.error("hook", "the host's " .. name .. " hook answered with text that is not JSON (" .. err
+          .. "): " .. answer:sub(1, 200)), 0)
+      end
+      return v
+    end
+    return old
+  end
+
+  --- lash_register_hook (fn NULL): returns the record it removes.
+  function G.unregister_hook(name)
+    if not KNOWN_HOOKS[name] then
+      arg_error("lash_register_hook: unknown hook '" .. name .. "' (known hooks: " .. table.concat(hooks.NAMES, ", ")
+        .. ")")
+    end
+    local old = hook_tuds[name]
+    hook_tuds[name], host_hooks[name] = nil, nil
+    return old
+  end
+
   --- A host call its run stopped waiting for (C calls this once per such
   -- call): the tool_cancelled event, so the host can drop the work.
   function G.tool_cancelled(crun, id, name)
@@ -242,7 +303,7 @@ function M.new(core)
     local o = decode_options(options_json)
     local opts = { limits = o.limits, model = o.model, model_settings = o.model_settings,
                    deps = o.deps, history = o.history, approvals = o.approvals, output = o.output,
-                   toolsets = { host_ts }, host = crun }
+                   toolsets = { host_ts }, host = crun, hooks = next(host_hooks) and host_hooks or nil }
     if o.parts and prompt ~= nil then prompt = { prompt, table.unpack(o.parts) } end
     local vals = {}
     for k, v in pairs(values) do vals[k] = v end

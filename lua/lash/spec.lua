@@ -31,12 +31,19 @@
 -- Keys: model, name, description, instructions (a string or a list),
 -- model_settings, retries, tool_timeout, limits, values, stream, output_schema
 -- (a JSON Schema for a structured answer), metadata
--- (kept for tools that read specs; lash ignores it) and capabilities.
+-- (kept for tools that read specs; lash ignores it), handoffs (agents in
+-- this same shape, or names of agents of this spec, that the run may be
+-- handed to; `tool_name`/`tool_description` in an entry shape its tool),
+-- handoff_description and capabilities.
 -- A capability entry is `Name`, `{Name: arg}` (one value: the type's
 -- positional argument) or `{Name: {options}}`. Built-in types: Sandbox
 -- (positional: backend), LocalSandbox (Sandbox with backend local;
--- positional: rootfs), ModalSandbox (backend modal; positional: image) and
--- PrefixTools ({prefix, capability}). `session` cannot come from a file:
+-- positional: rootfs), ModalSandbox (backend modal; positional: image),
+-- PrefixTools ({prefix, capability}), SubAgents ({agents: [...]}: each
+-- an agent in this shape with a name, and max_calls, timeout_seconds,
+-- on_failure, share_sandbox; one delegate_task tool runs them), CodeMode
+-- (the run_lua tool; options lash.codemode's) and InputGuardrail /
+-- OutputGuardrail ({blocked_keywords: [...], agent: {...}, parallel}). `session` cannot come from a file:
 -- it is a live object. Plain-table Lua specs may use the same entries.
 -- @module lash.spec
 local json = require "lash.json"
@@ -179,6 +186,88 @@ builtin.MCPServerStreamableHTTP = mcp_type("http")
 
 local build_entry
 
+-- An agent inside a spec (a sub-agent, a handoff's target): a mapping in
+-- the spec's own shape, built with the spec's trust.
+local function inner_agent(t, where, info)
+  return M.from_table(t, where, not info.untrusted, info.named)
+end
+
+-- SubAgents (pydantic-ai-harness's name): {agents: [{name:, description:,
+-- model:, instructions:, capabilities:, ..., max_calls:, timeout_seconds:,
+-- on_failure:, share_sandbox:}, ...]}
+local DELEGATE_KEYS = { max_calls = true, timeout_seconds = true, on_failure = true, share_sandbox = true }
+builtin.SubAgents = function(arg, info)
+  if type(arg) ~= "table" or type(arg.agents) ~= "table" then
+    error("expected {agents: [{name: ..., model: ..., instructions: ...}, ...]}, got "
+      .. (arg == nil and "nothing" or type(arg)), 0)
+  end
+  for k in pairs(arg) do
+    if k ~= "agents" then error("unknown option '" .. tostring(k) .. "' (SubAgents takes agents)", 0) end
+  end
+  local entries = {}
+  for i, e in ipairs(arg.agents) do
+    local where = info.where .. ".agents[" .. i .. "]"
+    if type(e) ~= "table" then error(where .. ": a sub-agent is a mapping (name, model, instructions, ...)", 0) end
+    local def, entry = {}, {}
+    for k, v in pairs(e) do
+      if DELEGATE_KEYS[k] then entry[k] = v else def[k] = v end
+    end
+    if type(def.name) ~= "string" then error(where .. ": give the sub-agent a name (how the model calls it)", 0) end
+    entry.agent = inner_agent(def, where, info)
+    entries[i] = entry
+  end
+  return require("lash.subagent").capability({ agents = entries })
+end
+
+-- CodeMode (pydantic-ai-harness's name): the run_lua tool, with its
+-- budgets (a spec without trust cannot raise them past a call's).
+builtin.CodeMode = function(arg, info)
+  if arg ~= nil and type(arg) ~= "table" then error("expected options (a mapping), got " .. type(arg), 0) end
+  local o = {}
+  for k, v in pairs(arg or {}) do o[k] = v end
+  if info.untrusted then o.untrusted = true end
+  local ok, cap = pcall(require("lash.codemode").new, o)
+  if not ok then error(tostring(cap):gsub("^lash%.code_mode: ", ""), 0) end
+  return cap
+end
+
+-- InputGuardrail / OutputGuardrail (pydantic-ai-harness's names):
+-- {blocked_keywords: [...]} and/or {agent: {an agent in this shape that
+-- answers tripwire_triggered and reason}}, `parallel` (input; default true).
+local function guardrail_type(side)
+  return function(arg, info)
+    if type(arg) ~= "table" then
+      error("expected {blocked_keywords: [...]} or {agent: {...}}, got " .. (arg == nil and "nothing" or type(arg)), 0)
+    end
+    local list = {}
+    for k, v in pairs(arg) do
+      if k ~= "blocked_keywords" and k ~= "agent" and k ~= "parallel" and k ~= "name" then
+        error("unknown option '" .. tostring(k) .. "' (" .. info.name
+          .. " takes blocked_keywords, agent, parallel and name)", 0)
+      end
+      if k == "parallel" and (type(v) ~= "boolean" or side == "output") then
+        error("parallel is true or false, for an InputGuardrail only", 0)
+      end
+    end
+    local g = require "lash.guardrails"
+    local parallel = arg.parallel ~= false
+    if arg.blocked_keywords ~= nil then
+      local ok, f = pcall(g.blocked_keywords, arg.blocked_keywords)
+      if not ok then error(tostring(f):gsub("^[^:]*:%d+: ", ""), 0) end
+      list[#list + 1] = { check = f, name = arg.name or "blocked_keywords", run_in_parallel = parallel }
+    end
+    if arg.agent ~= nil then
+      if type(arg.agent) ~= "table" then error("agent must be an agent (a mapping in the spec's shape)", 0) end
+      local a = inner_agent(arg.agent, info.where .. ".agent", info)
+      list[#list + 1] = { check = a, name = arg.name or a.name, run_in_parallel = parallel }
+    end
+    if #list == 0 then error("give blocked_keywords, agent or both", 0) end
+    return capability.new { name = info.name, guardrails = { [side] = list } }
+  end
+end
+builtin.InputGuardrail = guardrail_type("input")
+builtin.OutputGuardrail = guardrail_type("output")
+
 builtin.PrefixTools = function(arg, info)
   if type(arg) ~= "table" then
     error("expected {prefix: ..., capability: ...}, got " .. (arg == nil and "nothing" or type(arg)), 0)
@@ -189,7 +278,7 @@ builtin.PrefixTools = function(arg, info)
     end
   end
   if arg.capability == nil then error("give the capability to prefix: {prefix: x, capability: Sandbox}", 0) end
-  local inner = build_entry(arg.capability, info.where .. ".capability", info.from_file, info.untrusted)
+  local inner = build_entry(arg.capability, info.where .. ".capability", info.from_file, info.untrusted, info.named)
   return capability.prefix_tools { prefix = arg.prefix, capability = inner }
 end
 
@@ -215,7 +304,7 @@ end
 -- @tparam boolean untrusted the spec was loaded without trust: the
 --   constructor gets `info.untrusted` and the sandbox types refuse the
 --   options lash.spec_env does not allow
-function build_entry(e, where, from_file, untrusted)
+function build_entry(e, where, from_file, untrusted, named)
   local name, arg = entry_form(e)
   if not name then
     if type(e) == "table" then
@@ -234,7 +323,8 @@ function build_entry(e, where, from_file, untrusted)
       .. table.concat(names(), ", ") .. "]. Register a custom one from Lua with "
       .. "lash.register_capability(name, constructor).", 0)
   end
-  local ok, cap = pcall(ctor, arg, { name = name, where = where, from_file = from_file, untrusted = untrusted })
+  local ok, cap = pcall(ctor, arg, { name = name, where = where, from_file = from_file, untrusted = untrusted,
+                                    named = named })
   if not ok then
     local msg = type(cap) == "table" and cap.message or cap
     if tostring(msg):find(where, 1, true) == 1 then error(msg, 0) end
@@ -255,7 +345,7 @@ end
 --- Resolve the capability entries of a spec table in place: names and
 -- `{Name: arg}` become capabilities; capabilities and lash.capability
 -- definitions are left as they are.
-function M.resolve_capabilities(list, from_file, untrusted)
+function M.resolve_capabilities(list, from_file, untrusted, named)
   if list == nil then return nil end
   if type(list) ~= "table" then error("capabilities must be a list, got " .. type(list), 0) end
   local out = {}
@@ -264,7 +354,7 @@ function M.resolve_capabilities(list, from_file, untrusted)
     if is_capability_value(e) then
       out[i] = e
     elseif from_file or entry_form(e) then
-      out[i] = build_entry(e, where, from_file, untrusted)
+      out[i] = build_entry(e, where, from_file, untrusted, named)
     else
       out[i] = e
     end
@@ -279,6 +369,8 @@ local FILE_KEYS = {
   model = true, name = true, description = true, instructions = true, model_settings = true, retries = true,
   tool_timeout = true, limits = true, values = true, stream = true, metadata = true, capabilities = true,
   output_schema = true,  -- the agent's `output` (structured output)
+  handoffs = true,       -- agents (mappings, or names of agents of this spec) to hand the run to
+  handoff_description = true,
 }
 local NOT_YET = {
   deps_schema = "lash checks no deps schema; remove it (the run's deps are passed as they are)",
@@ -300,8 +392,44 @@ end
 -- @tparam[opt="spec"] string where for messages
 -- @treturn agent
 -- @raise a message naming the key and the fix
-function M.from_table(t, where, trusted)
+-- Handoff entries of a spec: a name (an agent of this spec: the top one or
+-- any named inline agent) or a mapping (an inline agent, with tool_name /
+-- tool_description for the handoff itself); names are resolved once the
+-- whole spec is built.
+local function spec_handoffs(list, where, trusted, named)
+  if type(list) ~= "table" then
+    error(where .. ": handoffs must be a list of agents (mappings) or agent names, got " .. type(list), 0)
+  end
+  local out, refs = {}, {}
+  for i, e in ipairs(list) do
+    local w = where .. ".handoffs[" .. i .. "]"
+    if type(e) == "string" then
+      refs[#refs + 1] = { index = i, name = e, where = w }
+      out[i] = false
+    elseif type(e) == "table" then
+      local def, hopts = {}, {}
+      for k, v in pairs(e) do
+        if k == "tool_name" or k == "tool_description" then hopts[k] = v else def[k] = v end
+      end
+      local a = M.from_table(def, w, trusted, named)
+      if next(hopts) then
+        hopts.agent = a
+        local ok, h = pcall(require("lash.handoff").new, hopts)
+        if not ok then error(w .. ": " .. tostring(h):gsub("^lash%.handoff: ", ""), 0) end
+        a = h
+      end
+      out[i] = a
+    else
+      error(w .. ": a handoff is an agent (a mapping) or the name of an agent of this spec, got " .. type(e), 0)
+    end
+  end
+  return out, refs
+end
+
+function M.from_table(t, where, trusted, named)
   where = where or "spec"
+  local top = named == nil
+  named = named or { agents = {}, refs = {} }
   if type(t) ~= "table" or t[1] ~= nil then
     error(where .. ": the spec must be a mapping of keys (model, instructions, capabilities, ...), got "
       .. (type(t) == "table" and "a list" or type(t)), 0)
@@ -327,12 +455,42 @@ function M.from_table(t, where, trusted)
     end
   end
   if not trusted then trust().check_agent(def, where) end
-  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, true, not trusted)
+  local ok, caps = pcall(M.resolve_capabilities, def.capabilities, true, not trusted, named)
   if not ok then error(where .. ": " .. tostring(caps), 0) end
   def.capabilities = caps
-  local ok2, agent = pcall(agent.new, def)
-  if not ok2 then error(where .. ": " .. tostring(agent):gsub("^lash%.agent: ", ""), 0) end
-  return agent
+  local handoffs, refs
+  if def.handoffs ~= nil then
+    handoffs, refs = spec_handoffs(def.handoffs, where, trusted, named)
+    def.handoffs = {}
+  end
+  local ok2, a = pcall(agent.new, def)
+  if not ok2 then error(where .. ": " .. tostring(a):gsub("^lash%.agent: ", ""), 0) end
+  if handoffs then
+    for i = 1, #handoffs do a.handoffs[i] = handoffs[i] end
+    for _, r in ipairs(refs) do
+      named.refs[#named.refs + 1] = { agent = a, index = r.index, name = r.name, where = r.where }
+    end
+  end
+  if t.name ~= nil then
+    if named.agents[t.name] then
+      error(where .. ": two agents of this spec are named '" .. tostring(t.name) .. "'", 0)
+    end
+    named.agents[t.name] = a
+  end
+  if top then
+    for _, r in ipairs(named.refs) do
+      local target = named.agents[r.name]
+      if not target then
+        local known = {}
+        for n in pairs(named.agents) do known[#known + 1] = n end
+        table.sort(known)
+        error(r.where .. ": no agent named '" .. r.name .. "' in this spec (agents with a name: "
+          .. (#known > 0 and table.concat(known, ", ") or "none") .. ")", 0)
+      end
+      r.agent.handoffs[r.index] = target
+    end
+  end
+  return a
 end
 
 local function decode_yaml(text, path)

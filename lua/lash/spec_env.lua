@@ -200,7 +200,8 @@ end
 -- The constructors whose functions run later, at run time.
 local RUNS_LATER = {
   agent = true, tool = true, toolset = true, capability = true, prefix_tools = true, filter_tools = true,
-  rename_tool = true, wrap_tools = true, sandbox_capability = true, script_model = true,
+  rename_tool = true, wrap_tools = true, sandbox_capability = true, script_model = true, handoff = true,
+  subagents = true,
 }
 
 --- The API, name by name: what the view holds (a function of the real
@@ -217,6 +218,10 @@ M.API = {
   filter_tools = function(l) return l.filter_tools end,
   rename_tool = function(l) return l.rename_tool end,
   wrap_tools = function(l) return l.wrap_tools end,
+  handoff = function(l) return l.handoff end,
+  subagents = function(l) return l.subagents end,
+  -- run_lua runs the model's code in this same environment, under budgets
+  code_mode = function(l) return l.code_mode end,
   sandbox_capability = function() return sandbox_ctor end,
   -- an MCP server only inside the run's sandbox: one more command in the
   -- jail (a host command, an id or create options are the host's to give)

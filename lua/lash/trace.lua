@@ -6,6 +6,9 @@
 --   `invoke_agent {agent}` (INTERNAL), the run, parent of
 --   `chat {model}` (CLIENT), one per model request, and
 --   `execute_tool {tool}` (INTERNAL), one per tool call.
+-- A sub-agent's run (events with a `path`, lash.subagent) gets its own
+-- `invoke_agent` span under the `execute_tool` span of the call that
+-- started it, and its spans under that.
 -- Attributes: `gen_ai.operation.name`, `gen_ai.provider.name`,
 -- `gen_ai.request.model`, `gen_ai.response.model`,
 -- `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`,
@@ -288,7 +291,7 @@ Tracer.__index = Tracer
 function Exporter:run_tracer(meta)
   local trace_id, parent = parse_traceparent(os.getenv("TRACEPARENT"))
   local t = setmetatable({ exporter = self, meta = meta or {}, trace_id = trace_id or random_id(16),
-                           parent = parent, tools = {}, chat = nil, root = nil }, Tracer)
+                           parent = parent, tools = {}, chat = nil, root = nil, children = {} }, Tracer)
   return {
     on_event = function(ev) t:event(ev) end,
     on_message = function(msg) t:message(msg) end,
@@ -333,7 +336,38 @@ local function add_usage(span, u)
   if (u.cache_write_tokens or 0) > 0 then add(span, "gen_ai.usage.cache_creation.input_tokens", math.tointeger(u.cache_write_tokens)) end
 end
 
+-- The tracer of a sub-agent's run (its events carry `path`): its spans
+-- hang under the execute_tool span of the parent's call that started it.
+-- One map of every child tracer, by path, shared down the tree.
+function Tracer:_child(ev)
+  local path = ev.path
+  local key = table.concat(path, "\0")
+  local c = self.children[key]
+  if c or ev.type ~= "run_start" then return c, key end
+  local up = self
+  if #path > 2 then up = self.children[table.concat(path, "\0", 1, #path - 1)] end
+  if not up then return nil, key end
+  local call_id = path[#path]:match("#(.*)$")
+  local span = call_id and up.tools[call_id] or up.root
+  c = setmetatable({ exporter = self.exporter, meta = { model = ev.model }, trace_id = self.trace_id,
+                     parent = span and span.span_id, tools = {}, children = self.children, nested = true }, Tracer)
+  self.children[key] = c
+  return c, key
+end
+
 function Tracer:event(ev)
+  if ev.path then
+    local c, key = self:_child(ev)
+    if c then
+      c:_event(ev)
+      if ev.type == "run_end" then self.children[key] = nil end
+    end
+    return
+  end
+  self:_event(ev)
+end
+
+function Tracer:_event(ev)
   local ty = ev.type
   if ty == "run_start" then
     local model = ev.model or self.meta.model
@@ -357,6 +391,8 @@ function Tracer:event(ev)
   elseif ty == "usage" and self.chat then
     self.chat_usage = ev.usage
     self.chat_response = ev
+    -- a sub-agent's messages do not reach the tracer: its response ends here
+    if self.nested then self:message({ role = "assistant", finish = ev.finish, model = ev.response_model }) end
   elseif ty == "retry" and ev.kind == "model" and self.chat then
     set(self.chat, "lash.retries", math.tointeger(ev.attempt))
   elseif ty == "tool_call" and self.root then

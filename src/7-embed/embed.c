@@ -724,6 +724,24 @@ int lash_unregister_tool(lash_State *S, const char *name) {
   return glue_call(&g);
 }
 
+int lash_register_hook(lash_State *S, const char *hook, lash_HookFn fn,
+                       void *ud) {
+  gcall g;
+  int st;
+  if ((st = lashS_check(S, "lash_register_hook")) != LASH_OK) return st;
+  if (!hook) {
+    lashS_seterr(S, "lash_register_hook: NULL hook name");
+    return LASH_EARG;
+  }
+  gcall_init(&g, S, fn ? "register_hook" : "unregister_hook");
+  g.fn = fn;        /* the hook's record, like a tool's (same signature) */
+  g.fn_ud = ud;
+  g.nstr = 1;
+  g.str[0] = hook;
+  g.kill_tool = 1;  /* the result is the record it replaced, if any */
+  return glue_call(&g);
+}
+
 /* ---- calls -------------------------------------------------------------- */
 
 static int answer(lash_Call *c, int kind, const char *text, const char *who) {

@@ -255,6 +255,37 @@ LASH_API const char *lash_call_name(const lash_Call *call);
 LASH_API const char *lash_call_args(const lash_Call *call);
 LASH_API lash_Run *lash_call_run(const lash_Call *call);
 
+/* ---- hooks ------------------------------------------------------------ */
+
+/* A lifecycle hook of the runs started from C (lua/lash/hooks.lua; the
+** host's hooks run after the agent's and its capabilities', so the host
+** has the last word). hook is one of "before_model_request",
+** "after_model_response", "before_tool_call", "after_tool_call",
+** "on_run_end", "before_compaction"; payload_json is what that hook sees
+** ({"id","name","args"} for before_tool_call; {"call":{...},"result":
+** {"status","content"}} for after_tool_call; {"step","instructions",
+** "messages","tools","settings"} before a model request; ...).
+** Answer now or on a later frame with lash_call_return(call, decision):
+** decision NULL, "" or "null" lets it pass unchanged, otherwise JSON as
+** the Lua hooks return:
+**   before_tool_call   false | "deny message" | {"allow":false,"message":..}
+**                      | {"args":{...}} (edited arguments, checked again)
+**   after_tool_call    "new content" | {"content":..,"status":..}
+**   before_model_request  {"instructions":..,"messages":[..]} (this request
+**                      only) | false | "message" (stops the run)
+**   after_model_response  {"parts":[..]} | false | "message" (stops it)
+**   before_compaction  false | "message" (skips it) | {...}
+**   on_run_end         ignored
+** lash_call_retry(call, message) answers "message" (deny, stop, skip);
+** lash_call_fail(call, message) ends the run with an error of kind "hook".
+** The run waits for the answer; the call's name is the hook's, its args
+** the payload. One callback per hook name: registering again replaces it,
+** fn NULL removes it (runs in flight then pass that hook). An unknown hook
+** name is LASH_EARG. */
+typedef void (*lash_HookFn)(lash_Call *call, const char *payload_json, void *ud);
+LASH_API int lash_register_hook(lash_State *S, const char *hook, lash_HookFn fn,
+                       void *ud);
+
 /* ---- runs ------------------------------------------------------------ */
 
 /* Receives every event of every run as one JSON object with a "type":

@@ -1202,6 +1202,144 @@ static void test_host_signals(void) {
   sigaction(SIGTERM, &old, NULL);
 }
 
+/* ---- hooks from C ------------------------------------------------------- */
+
+/* Two spawns in one turn (a cloud and a tree), then an answer listing the
+** results the model saw. */
+static const char *SPEC_HOOKS =
+  "return { model = lash.script_model {\n"
+  "  { tool_calls = { { name = 'spawn', args = { kind = 'cloud' } }, { name = 'spawn', args = { kind = 'tree' } } } },\n"
+  "  function(m, info) local out = { info.instructions or '-' }\n"
+  "    for _, p in ipairs(m[#m].parts) do out[#out + 1] = p.status .. ':' .. p.content end\n"
+  "    return table.concat(out, '|') end,\n"
+  "} }\n";
+
+typedef struct hooklog {
+  int calls[6];
+  char last_payload[6][512];
+  lash_Call *held;
+  int hold_before_tool;       /* hold the first before_tool_call for frames */
+  int fail_model_request;
+  int stop_model_request;
+} hooklog;
+
+static hooklog hk;
+
+static void on_before_tool(lash_Call *call, const char *payload, void *ud) {
+  hooklog *h = ud;
+  h->calls[0]++;
+  snprintf(h->last_payload[0], sizeof h->last_payload[0], "%s", payload);
+  if (h->hold_before_tool && !h->held) {
+    h->held = call;             /* answered frames later */
+    return;
+  }
+  if (strstr(payload, "\"kind\":\"cloud\""))
+    lash_call_return(call, "\"No clouds in this level.\"");                  /* deny */
+  else
+    lash_call_return(call, "{\"args\":{\"kind\":\"house\"}}");              /* edit */
+}
+
+static void on_after_tool(lash_Call *call, const char *payload, void *ud) {
+  hooklog *h = ud;
+  h->calls[1]++;
+  snprintf(h->last_payload[1], sizeof h->last_payload[1], "%s", payload);
+  lash_call_return(call, "{\"content\":\"replaced by the host\"}");         /* replace */
+}
+
+static void on_model_request(lash_Call *call, const char *payload, void *ud) {
+  hooklog *h = ud;
+  h->calls[2]++;
+  snprintf(h->last_payload[2], sizeof h->last_payload[2], "%.511s", payload);
+  if (h->fail_model_request) lash_call_fail(call, "the engine is shutting down");
+  else if (h->stop_model_request) lash_call_retry(call, "no requests during a cutscene");
+  else if (strstr(payload, "\"step\":2")) lash_call_return(call, "{\"instructions\":\"edited by the host\"}");
+  else lash_call_return(call, NULL);
+}
+
+static void on_run_end_hook(lash_Call *call, const char *payload, void *ud) {
+  hooklog *h = ud;
+  h->calls[3]++;
+  snprintf(h->last_payload[3], sizeof h->last_payload[3], "%.511s", payload);
+  lash_call_return(call, "null");
+}
+
+static void test_hooks(void) {
+  lash_State *S = lash_open(NULL);
+  lash_Run *run;
+  events_reset(S);
+  memset(&tl, 0, sizeof tl);
+  memset(&hk, 0, sizeof hk);
+  tl.mode = ANSWER;
+  lash_load_spec_string(S, SPEC_HOOKS, "hooks_spec");
+  lash_register_tool(S, "spawn", "Spawn an entity.", SCHEMA, on_tool, &tl);
+  lash_set_event_handler(S, on_event, &ev);
+  T_EQ_INT(lash_register_hook(S, "before_tool_cal", on_before_tool, &hk), LASH_EARG, "an unknown hook is LASH_EARG");
+  T_OK(strstr(lash_errmsg(S), "known hooks: before_model_request") != NULL, "naming the known ones: %s",
+       lash_errmsg(S));
+  T_EQ_INT(lash_register_hook(NULL, "on_run_end", on_run_end_hook, &hk), LASH_EARG, "a NULL state is LASH_EARG");
+  T_EQ_INT(lash_register_hook(S, "before_tool_call", on_before_tool, &hk), LASH_OK, "register before_tool_call");
+  T_EQ_INT(lash_register_hook(S, "after_tool_call", on_after_tool, &hk), LASH_OK, "register after_tool_call");
+  T_EQ_INT(lash_register_hook(S, "before_model_request", on_model_request, &hk), LASH_OK, "and before_model_request");
+  T_EQ_INT(lash_register_hook(S, "on_run_end", on_run_end_hook, &hk), LASH_OK, "and on_run_end");
+
+  T_EQ_INT(lash_run_start(S, "build", NULL, &run), LASH_OK, "start a run");
+  T_OK(run_frames(S, run, 100) >= 0, "it ends");
+  T_OK(lash_run_status(run) == LASH_RUN_DONE, "done: %s", result_json(run));
+  T_EQ_STR(output_of(run), "edited by the host|denied:No clouds in this level.|ok:replaced by the host",
+           "deny, edit (the tool made a house) and replace all reached the model, and the instructions edit");
+  T_EQ_INT(tl.calls, 1, "only the allowed call reached the host tool");
+  T_EQ_STR(tl.last_args, "{\"kind\":\"house\"}", "with the arguments the hook edited");
+  T_EQ_INT(hk.calls[0], 2, "before_tool_call saw both calls");
+  T_OK(strstr(hk.last_payload[1], "\"result\":{\"content\":\"made {\\\"kind\\\":\\\"house\\\"}\"") != NULL,
+       "after_tool_call saw the tool's own result: %s", hk.last_payload[1]);
+  T_EQ_INT(hk.calls[2], 2, "before_model_request ran before each request");
+  T_EQ_INT(hk.calls[3], 1, "on_run_end ran once");
+  T_OK(strstr(hk.last_payload[3], "\"stop_reason\":\"complete\"") != NULL, "with the outcome: %s", hk.last_payload[3]);
+  lash_run_free(run);
+
+  /* a hook answered three frames later: the run waits for it */
+  hk.hold_before_tool = 1;
+  lash_run_start(S, "build", NULL, &run);
+  for (int f = 0; f < 50 && !hk.held; f++) { frame++; lash_step(S, 0); }
+  T_OK(hk.held != NULL, "the hook was called and held");
+  T_EQ_STR(lash_call_name(hk.held), "before_tool_call", "the call is named after the hook");
+  for (int f = 0; f < 3; f++) { frame++; lash_step(S, 0); }
+  T_EQ_INT(lash_run_status(run), LASH_RUN_RUNNING, "the run waits for the hook");
+  T_EQ_INT(lash_call_return(hk.held, "false"), LASH_OK, "deny it three frames later");
+  run_frames(S, run, 100);
+  T_OK(strstr(output_of(run), "denied:The tool call was denied by a hook.") != NULL, "denied: %s", output_of(run));
+  lash_run_free(run);
+  hk.hold_before_tool = 0;
+
+  /* stopping the run from before_model_request, and failing it */
+  hk.stop_model_request = 1;
+  lash_run_start(S, "build", NULL, &run);
+  run_frames(S, run, 100);
+  T_EQ_INT(lash_run_status(run), LASH_RUN_FAILED, "a hook's stop fails the run");
+  T_OK(strstr(result_json(run), "\"kind\":\"hook\"") && strstr(result_json(run), "no requests during a cutscene"),
+       "with kind hook and the host's message: %s", result_json(run));
+  lash_run_free(run);
+  hk.stop_model_request = 0;
+  hk.fail_model_request = 1;
+  lash_run_start(S, "build", NULL, &run);
+  run_frames(S, run, 100);
+  T_OK(strstr(result_json(run), "the engine is shutting down") != NULL, "lash_call_fail fails it: %s",
+       result_json(run));
+  lash_run_free(run);
+  hk.fail_model_request = 0;
+
+  /* removed hooks pass */
+  T_EQ_INT(lash_register_hook(S, "before_tool_call", NULL, NULL), LASH_OK, "remove before_tool_call");
+  T_EQ_INT(lash_register_hook(S, "after_tool_call", NULL, NULL), LASH_OK, "and after_tool_call");
+  memset(&tl, 0, sizeof tl);
+  tl.mode = ANSWER;
+  lash_run_start(S, "build", NULL, &run);
+  run_frames(S, run, 100);
+  T_EQ_INT(tl.calls, 2, "both calls reach the tool without the hooks");
+  lash_run_free(run);
+  lash_close(S);
+}
+
 int main(void) {
   test_host_signals();
   test_misuse();
@@ -1219,5 +1357,6 @@ int main(void) {
   test_close_in_flight();
   test_state_root();
   test_attach();
+  test_hooks();
   return T_DONE();
 }

@@ -406,7 +406,9 @@ function Cap:with(changes, drop)
 end
 
 function Cap:for_run(ctx)
-  return Run.new(self, ctx)
+  -- a sub-agent's run may work in its parent's sandbox (lash.subagent)
+  local cap = ctx and ctx.sandbox_for and ctx.sandbox_for(self) or self
+  return Run.new(cap, ctx)
 end
 
 function Cap:get_toolsets()
@@ -735,7 +737,7 @@ end
 
 function RunToolset:for_run(ctx)
   if self.run then return self end
-  return Run.new(self.cap, ctx).toolset
+  return self.cap:for_run(ctx).toolset
 end
 
 function RunToolset:open(ctx)

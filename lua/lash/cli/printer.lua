@@ -256,6 +256,12 @@ function handlers.retry(self, ev)
   end
 end
 
+function handlers.handoff(self, ev)
+  self:unspin()
+  end_thinking(self)
+  self:line(self:paint("yellow", "⇄ " .. tostring(ev.from) .. " handed off to " .. tostring(ev.to)))
+end
+
 function handlers.run_end(self, ev)
   self:unspin()
   end_thinking(self)
@@ -280,12 +286,20 @@ function handlers.run_end(self, ev)
   if ev.usage then self:line(self:paint("dim", "── " .. M.usage_line(ev.usage, elapsed))) end
 end
 
+local NESTED = { one_line = one_line, args_text = args_text, usage_line = M.usage_line }
+
 --- Print one event.
 function Printer:event(ev)
   if self.json then
     local s = json.try_encode_canonical(ev)
       or json.encode_canonical { type = ev.type, error = "event could not be encoded" }
     self.write(s .. "\n")
+    return
+  end
+  if ev.path then
+    -- a sub-agent's event: indented, led by its name (lash.cli.nested)
+    self:unspin()
+    require("lash.cli.nested").event(self, ev, NESTED)
     return
   end
   local h = handlers[ev.type]
