@@ -200,8 +200,8 @@ describe("Lua specs", function()
     -- a tail call (return lash.agent{...}) leaves no line to name: the file
     local err, path = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = 'test',\n"
       .. "  limits = { max_step = 5 } }\n")
-    assert.equal(path .. ": lash.agent: unknown limit 'max_step' (known: max_calls_per_turn, max_concurrent_tools, "
-      .. "max_input_tokens, max_output_tokens, max_steps, max_tool_calls, max_total_tokens)", err)
+    assert.equal(path .. ": lash.agent: unknown limit 'max_step' (known: ", err:sub(1, #path + 42))
+    assert.matches("max_steps", err, 1, true)
     err, path = load_fails("lua", "local lash = require 'lash'\nlocal a = lash.agent { model = 'test',\n"
       .. "  limits = { max_step = 5 } }\nreturn a\n")
     assert.matches("^" .. path:gsub("%p", "%%%0") .. ":2: lash.agent: unknown limit 'max_step'", err)
