@@ -200,7 +200,7 @@ describe("Lua specs", function()
     -- a tail call (return lash.agent{...}) leaves no line to name: the file
     local err, path = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = 'test',\n"
       .. "  limits = { max_step = 5 } }\n")
-    assert.equal(path .. ": lash.agent: unknown limit 'max_step' (known: ", err:sub(1, #path + 42))
+    assert.equal(path .. ": lash.agent: unknown limit 'max_step' (known: ", err:sub(1, #path + 47))
     assert.matches("max_steps", err, 1, true)
     err, path = load_fails("lua", "local lash = require 'lash'\nlocal a = lash.agent { model = 'test',\n"
       .. "  limits = { max_step = 5 } }\nreturn a\n")
