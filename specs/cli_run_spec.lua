@@ -291,3 +291,52 @@ describe("lash.options", function()
     assert.equal("lash.x: unknown option 'yy' (known: a)", err)
   end)
 end)
+
+describe("lash run --describe", function()
+  local function write(ext, text)
+    local base = os.tmpname()
+    os.remove(base)
+    local path = base .. "." .. ext
+    local f = assert(io.open(path, "w"))
+    f:write(text)
+    f:close()
+    return path
+  end
+
+  it("in a pipe: JSON with the tools, the instructions and the spec's own sandbox_timeout", function()
+    local out, err, code = cli.run { "run", "examples/sandbox_agent.yaml", "--describe" }
+    assert.equal(0, code, err)
+    local d = json.decode(out)
+    assert.equal("sandbox_agent", d.name)
+    assert.matches("^You write small, portable POSIX shell programs", d.instructions[1])
+    local names = {}
+    for _, t in ipairs(d.tools) do names[#names + 1] = t.name end
+    assert.same({ "run_command", "read_file", "write_file", "list_directory" }, { table.unpack(names, 1, 4) })
+    assert.equal("capabilities[1] (LocalSandbox)", d.tools[1].source)
+    assert.equal(600, d.capabilities[1].effective.sandbox_timeout)
+    assert.equal(600, d.capabilities[1].set.sandbox_timeout)
+    assert.same({}, d.conflicts)
+  end)
+
+  it("on a terminal: a summary to read, not a line of JSON", function()
+    local script = io.popen("command -v script"):read("l")
+    if not script then pending("no script(1) to give lash a terminal") return end
+    local p = io.popen("script -qec '" .. cli.binary() .. " run examples/sandbox_agent.yaml --describe' /dev/null")
+    local out = p:read("a")
+    p:close()
+    assert.matches("agent         sandbox_agent", out, 1, true)
+    assert.matches("sandbox_timeout 600", out, 1, true)
+    assert.matches("  run_command          Run a shell command in the sandbox", out, 1, true)
+    assert.is_nil(out:find('{"', 1, true))
+  end)
+
+  it("reports tools that conflict and exits 6", function()
+    local path = write("yaml", "model: test\ncapabilities:\n  - Sandbox: {}\n  - LocalSandbox: {}\n")
+    local out, err, code = cli.run { "run", path, "--describe" }
+    os.remove(path)
+    assert.equal(6, code)
+    local d = json.decode(out)
+    assert.matches("capabilities[2] (LocalSandbox) defines tools that capabilities[1] (Sandbox)", d.conflicts[1], 1, true)
+    assert.matches("lash run: cannot run the spec: tool names conflict", err, 1, true)
+  end)
+end)

@@ -124,7 +124,8 @@ describe("an untrusted spec", function()
         .. "return lash.agent{model = 'test', capabilities = {cap}}",
       "local cap = lash.sandbox_capability{}:with{isolation = 'none'} return lash.agent{model = 'test', "
         .. "capabilities = {cap}}",
-      "return {model = 'test', capabilities = {{LocalSandbox = {sandbox_timeout = 60}}}, "
+      "return {model = 'test', capabilities = {{PrefixTools = {prefix = 'own', capability = "
+        .. "{LocalSandbox = {sandbox_timeout = 60}}}}}, "
         .. "toolsets = {(lash.sandbox_capability{}):with{state_root = '/etc/x'}.toolset}}",
     } do
       local a, lerr = spec.load_string(code, "evil.lua")

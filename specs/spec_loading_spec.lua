@@ -72,7 +72,7 @@ describe("Lua specs", function()
     local agent = load_ok("lua", [[
       return { model = "test", capabilities = { "Sandbox", { LocalSandbox = { sandbox_timeout = 600 } },
                                                { PrefixTools = { prefix = "b", capability = "Sandbox" } } } }
-    ]])
+    ]], { check_tools = false })  -- the shape only: these tools would conflict
     assert.equal("owned", agent.capabilities[1].mode)
     assert.equal(600, agent.capabilities[2].opts.sandbox_timeout)
     assert.equal("b_run_command", tool_names(agent.capabilities[3])[1])
@@ -195,6 +195,37 @@ describe("Lua specs", function()
     err = load_fails("lua", "return { capabilities = { 'Nope' } }")
     assert.matches("capabilities[1]: Capability 'Nope' is not a known capability type.", err, 1, true)
   end)
+
+  it("point at the spec, never into lash's own files", function()
+    -- a tail call (return lash.agent{...}) leaves no line to name: the file
+    local err, path = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = 'test',\n"
+      .. "  limits = { max_step = 5 } }\n")
+    assert.equal(path .. ": lash.agent: unknown limit 'max_step' (known: ", err:sub(1, #path + 47))
+    assert.matches("max_steps", err, 1, true)
+    err, path = load_fails("lua", "local lash = require 'lash'\nlocal a = lash.agent { model = 'test',\n"
+      .. "  limits = { max_step = 5 } }\nreturn a\n")
+    assert.matches("^" .. path:gsub("%p", "%%%0") .. ":2: lash.agent: unknown limit 'max_step'", err)
+    err = load_fails("yaml", "model: test\nlimits: {max_step: 5}\n")
+    assert.is_nil(err:find("%.lua:%d+:"), err)
+  end)
+
+  it("refuse one tool, toolset or capability where a list belongs", function()
+    local err = load_fails("lua", "local lash = require 'lash'\nlocal shout = lash.tool { name = 'shout', "
+      .. "handler = function() return 'x' end }\nreturn lash.agent { model = 'test', tools = shout }\n")
+    assert.matches("field 'tools' must be a list, got the tool 'shout': write tools = { ... } around it", err, 1, true)
+    err = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = 'test', "
+      .. "capabilities = lash.sandbox_capability {} }\n")
+    assert.matches("field 'capabilities' must be a list, got one capability rather than a list", err, 1, true)
+  end)
+
+  it("say what a model must be, and quote strings where numbers belong", function()
+    local err = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = 42 }\n")
+    assert.matches("field 'model' must be a model name such as \"anthropic:claude-sonnet-4-6\" or \"test\" (or a "
+      .. "function(messages, info)), got 42", err, 1, true)
+    err = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = 'test', limits = { "
+      .. "max_steps = '5' } }\n")
+    assert.matches("limit 'max_steps' must be an integer >= 0 (or false for none), got \"5\"", err, 1, true)
+  end)
 end)
 
 describe("YAML specs", function()
@@ -212,7 +243,7 @@ capabilities:
   - ModalSandbox: {image: python:3.12-slim, sandbox_timeout: 600}
   - ModalSandbox: python:3.11-slim
   - PrefixTools: {prefix: box, capability: {LocalSandbox: {default_command_timeout: 30}}}
-]])
+]], { check_tools = false })  -- the shape only: these tools would conflict
     assert.equal("coder", agent.name)
     assert.equal("anthropic:claude-sonnet-4-6", agent.model)
     assert.equal(2, agent.retries)
@@ -224,6 +255,24 @@ capabilities:
     assert.equal("python:3.12-slim", caps[3].opts.image)
     assert.equal("python:3.11-slim", caps[4].opts.image)
     assert.same({ "box_run_command", "box_read_file", "box_write_file", "box_list_directory" }, tool_names(caps[5]))
+  end)
+
+  it("refuse two capabilities that define the same tools at load, naming both and the YAML fix", function()
+    local err, path = load_fails("yaml", "model: test\ncapabilities:\n  - Sandbox: {}\n  - LocalSandbox: {}\n")
+    assert.equal(path .. ": tool names conflict: capabilities[2] (LocalSandbox) defines tools that capabilities[1] "
+      .. "(Sandbox) already defines: 'run_command', 'read_file', 'write_file', 'list_directory'. Give one of them "
+      .. "a prefix: `- PrefixTools: {prefix: box, capability: {LocalSandbox: {}}}` (an MCP server takes "
+      .. "`tool_prefix: box`), or drop one.", err:gsub("'edit_file'.-'list_directory'", "'list_directory'"))
+    -- the fix works
+    load_ok("yaml", "model: test\ncapabilities:\n  - Sandbox: {}\n  - PrefixTools: {prefix: box, capability: "
+      .. "{LocalSandbox: {}}}\n")
+    err = load_fails("json", '{"model": "test", "capabilities": ["Sandbox", "Sandbox"]}')
+    assert.matches('{"PrefixTools": {"prefix": "box", "capability": {"LocalSandbox": {}}}}', err, 1, true)
+    err = load_fails("lua", "local lash = require 'lash'\nlocal t = lash.tool { name = 'read_file', handler = "
+      .. "function() return '' end }\nreturn lash.agent { model = 'test', tools = { t }, capabilities = { "
+      .. "lash.sandbox_capability {} } }\n")
+    assert.matches("capabilities[1] (", err, 1, true)
+    assert.matches("already defines: 'read_file'. Give one of them a prefix (lash.prefix_tools", err, 1, true)
   end)
 
   it("name the valid capability types for an unknown one", function()
@@ -282,7 +331,7 @@ describe("JSON specs", function()
       "model": "test", "instructions": ["One.", "Two."],
       "capabilities": ["Sandbox", {"PrefixTools": {"prefix": "x", "capability": {"Sandbox": "local"}}},
                        {"Sandbox": {"max_output_lines": 10, "instructions": null}}]
-    }]])
+    }]], { check_tools = false })  -- the shape only: these tools would conflict
     assert.same({ "One.", "Two." }, agent.instructions)
     assert.equal("x_list_directory", tool_names(agent.capabilities[2])[4])
     assert.equal(10, agent.capabilities[3].opts.max_output_lines)

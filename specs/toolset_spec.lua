@@ -72,8 +72,19 @@ describe("tool name clashes", function()
     assert.is_false(ok)
     assert.is_true(lash.is_error(err, "config"))
     assert.equal("Files defines a tool whose name conflicts with existing tool from the agent's tools: "
-      .. "'read_file'. Rename the tool or wrap it with lash.prefix_tools.", err.message)
+      .. "'read_file'. Rename the tool, or give one of them a prefix (lash.prefix_tools in Lua, PrefixTools in "
+      .. "a YAML or JSON spec, tool_prefix on an MCP server).", err.message)
     assert.is_false(called)
+  end)
+
+  it("tell two toolsets of the same name apart", function()
+    local agent = lash.agent { model = "test", capabilities = {
+      lash.capability { name = "Files", tools = { echo_tool("read_file") } },
+      lash.capability { name = "Files", tools = { echo_tool("read_file") } } } }
+    local ok, err = pcall(agent.run, agent, "go")
+    assert.is_false(ok)
+    assert.matches("^Files %(toolset 2%) defines a tool whose name conflicts with existing tool from Files "
+      .. "%(toolset 1%): 'read_file'", err.message)
   end)
 
   it("are resolved by lash.prefix_tools", function()

@@ -136,13 +136,46 @@ local RUN_OPTS = {
   needs_approval = "function",
 }
 
+-- A value as a message shows it: strings quoted (so "5" is not read as 5).
+local function show(v)
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "number" or type(v) == "boolean" then return tostring(v) end
+  return "a " .. type(v)
+end
+
 local function check_limits(who, limits, level)
-  options.check(who, limits, LIMIT_KEYS, { what = "limit", level = level })
+  -- options.check counts its level from its own caller: this function
+  options.check(who, limits, LIMIT_KEYS, { what = "limit", level = level + 1 })
   for k, v in pairs(limits) do
     if v ~= false and (type(v) ~= "number" or v < 0 or v ~= math.floor(v)) then
-      error(who .. ": limit '" .. k .. "' must be an integer >= 0 (or false for none), got " .. tostring(v), level + 1)
+      error(who .. ": limit '" .. k .. "' must be an integer >= 0 (or false for none), got " .. show(v), level + 1)
     end
   end
+end
+
+-- tools, toolsets and capabilities are lists: one item given on its own
+-- (tools = shout) would otherwise be read as an empty list, silently.
+local SINGULAR = { tools = "tool", toolsets = "toolset", capabilities = "capability" }
+local function check_list(who, def, field, level)
+  local v = def[field]
+  if v == nil or (next(v) == nil) or (#v > 0 and getmetatable(v) == nil) then return end
+  local what = tool.is_tool(v) and ("the tool '" .. tostring(v.name) .. "'")
+    or (getmetatable(v) ~= nil and "one " .. SINGULAR[field] .. " rather than a list")
+    or "a table with no list items (keys: " .. table.concat((function()
+      local ks = {}
+      for k in pairs(v) do ks[#ks + 1] = tostring(k) end
+      table.sort(ks)
+      return ks
+    end)(), ", ") .. ")"
+  error(who .. ": field '" .. field .. "' must be a list, got " .. what .. ": write " .. field .. " = { ... } "
+    .. "around it", level + 1)
+end
+
+local function check_model(who, m, level)
+  local t = type(m)
+  if m == nil or t == "string" or t == "function" or t == "table" then return end
+  error(who .. ": field 'model' must be a model name such as \"anthropic:claude-sonnet-4-6\" or \"test\" (or a "
+    .. "function(messages, info)), got " .. show(m), level + 1)
 end
 
 --- Define an agent.
@@ -162,13 +195,15 @@ function M.new(def)
   if getmetatable(def) == Agent then return def end
   if type(def) ~= "table" then error("lash.agent: expected a table, got " .. type(def), 2) end
   tool.check_fields("lash.agent", def, AGENT_FIELDS, 2)
+  check_model("lash.agent", def.model, 2)
+  for _, f in ipairs { "tools", "toolsets", "capabilities" } do check_list("lash.agent", def, f, 2) end
   capability.check_instructions("lash.agent", def.instructions, 2)
   local tt = def.tool_timeout
   if tt ~= nil and not (tt > 0 and tt < math.huge) then
-    error("lash.agent: field 'tool_timeout' must be a positive number of seconds, got " .. tostring(tt), 2)
+    error("lash.agent: field 'tool_timeout' must be a positive number of seconds, got " .. show(tt), 2)
   end
   if def.retries ~= nil and (def.retries < 0 or def.retries ~= math.floor(def.retries)) then
-    error("lash.agent: field 'retries' must be an integer >= 0, got " .. tostring(def.retries), 2)
+    error("lash.agent: field 'retries' must be an integer >= 0, got " .. show(def.retries), 2)
   end
   if def.limits then check_limits("lash.agent", def.limits, 2) end
   hooks.check("lash.agent", def.hooks, 2)
@@ -494,7 +529,8 @@ local function close_all(run, err)
   return first
 end
 
-local CLASH_HINT = "Rename the tool or wrap it with lash.prefix_tools."
+local CLASH_HINT = "Rename the tool, or give one of them a prefix (lash.prefix_tools in Lua, PrefixTools in a "
+  .. "YAML or JSON spec, tool_prefix on an MCP server)."
 
 -- Collect tools; rebuild the tables only when some toolset's list changed.
 local function collect_tools(run)
@@ -510,10 +546,18 @@ local function collect_tools(run)
     s.tools = lists[i]
     for _, t in ipairs(lists[i]) do
       if by_name[t.name] then
-        error(new_error("config", string.format("%s defines a tool whose name conflicts with existing tool from %s: '%s'. %s",
-          s.ts.name, owner[t.name], t.name, CLASH_HINT), { tool = t.name }), 0)
+        -- two toolsets of one name (two Sandbox capabilities) are told apart by place
+        local this, other = s.ts.name, owner[t.name]
+        if this == other[1] then
+          this, other = this .. " (toolset " .. i .. ")", other[1] .. " (toolset " .. other[2] .. ")"
+        else
+          other = other[1]
+        end
+        error(new_error("config", string.format(
+          "%s defines a tool whose name conflicts with existing tool from %s: '%s'. %s",
+          this, other, t.name, CLASH_HINT), { tool = t.name }), 0)
       end
-      by_name[t.name], owner[t.name] = t, s.ts.name
+      by_name[t.name], owner[t.name] = t, { s.ts.name, i }
       all[#all + 1] = t
       defs[#defs + 1] = t:definition()
     end

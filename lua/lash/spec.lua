@@ -625,7 +625,29 @@ end
 
 -- Build the agent of a spec's text; then the attach/owner/backend options.
 -- `label` starts every message (the path, or the string's name).
+-- The spec's own name for each capability entry (YAML/JSON), for messages.
+local function entry_labels(t)
+  local caps = type(t) == "table" and t.capabilities
+  if type(caps) ~= "table" then return nil end
+  local out = {}
+  for i, e in ipairs(caps) do
+    if type(e) == "string" then out[i] = e
+    elseif type(e) == "table" then out[i] = next(e) and tostring(next(e)) or nil end
+  end
+  return out
+end
+
+-- Two sources of the same tool name are found now, not once a run has
+-- started: the message names both and the fix in the spec's language.
+local function check_tools(agent, label, format, labels)
+  local at = require "lash.agent_tools"
+  local conflicts = at.conflicts(at.sources(agent, { labels = labels }))
+  if #conflicts > 0 then return nil, label .. ": " .. at.conflict_message(conflicts, format) end
+  return agent
+end
+
 local function build(text, label, chunkname, format, opts)
+  local labels
   local ok, agent = pcall(function()
     if format == "lua" then
       local spec, state = load_lua(text, label, chunkname, opts)
@@ -640,9 +662,17 @@ local function build(text, label, chunkname, format, opts)
     else
       t = M.run_budgeted(function() return decode(text, label) end, label, budget_of(opts))
     end
+    labels = entry_labels(t)
     return M.from_table(t, label, opts.trust)
   end)
   if not ok then return nil, describe_error(agent) end
+  -- the spec's own names of its capabilities, for messages (--describe)
+  if labels then agent.capability_labels = labels end
+  if opts.check_tools ~= false then
+    local cerr
+    agent, cerr = check_tools(agent, label, format, labels)
+    if not agent then return nil, cerr end
+  end
   if opts.attach ~= nil then
     local a, err = cli_agents().attach_agent(agent, opts.attach, opts.owner, opts.backend)
     if not a then return nil, label .. ": " .. strip_who(err) end
@@ -664,7 +694,9 @@ end
 --   ("lua", "yaml" or "json": overrides the extension), `attach` and
 --   `owner` (make the spec's sandbox capability attach to that handle as
 --   that owner, as `lash run --attach H --owner O` does), `backend` (the
---   sandbox backend to use instead of the spec's, `lash run --backend`)
+--   sandbox backend to use instead of the spec's, `lash run --backend`),
+--   `check_tools` (false: keep an agent whose sources define the same tool
+--   name, which is otherwise refused here, for `lash run --describe`)
 -- @treturn[1] agent
 -- @treturn[2] nil
 -- @treturn[2] string what went wrong, starting with the path

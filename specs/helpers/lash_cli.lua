@@ -10,6 +10,7 @@ local function quote(s)
 end
 M.quote = quote
 
+
 local function binary()
   local bin = build .. "/bin/lash"
   local f = io.open(bin, "r")
@@ -19,6 +20,7 @@ local function binary()
   end
   return "lua5.4 specs/helpers/lash_main.lua"
 end
+M.binary = binary
 
 --- Run `lash ARGS...`; env is a string of VAR=value assignments (or nil),
 -- stdin a string fed to standard input (default: /dev/null).

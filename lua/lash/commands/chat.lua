@@ -353,35 +353,7 @@ end
 function Session:tools()
   local ctx = { deps = self.deps or self.agent.deps, run = { agent = self.agent.name }, values = self.agent.values or {},
                 messages = self.history, usage = {}, agent = self.agent }
-  local lines = {}
-  local function list(ts)
-    local ok, inst = pcall(ts.for_run, ts, ctx)
-    if not ok then inst = ts end
-    local lok, tools = pcall(inst.get_tools, inst, ctx)
-    if not lok or type(tools) ~= "table" then
-      lines[#lines + 1] = string.format("  (%s: its tools are listed once it is connected, in a turn)",
-                                        tostring(inst.name or ts.name or "toolset"))
-      return
-    end
-    for _, t in ipairs(tools) do
-      local d = require("lash.cli.printer").one_line((tostring(t.description or "")):match("^[^\n]*"), 70)
-      lines[#lines + 1] = string.format("  %-20s %s", t.name, d)
-    end
-  end
-  local capability = require "lash.capability"
-  for _, ts in ipairs(self.agent.own_toolsets or {}) do list(ts) end
-  for _, c in ipairs(self.agent.capabilities or {}) do
-    if capability.is_capability(c) then
-      local ok, inst = pcall(c.for_run, c, ctx)
-      if ok then
-        for _, ts in ipairs(inst:get_toolsets()) do list(ts) end
-      end
-    else
-      list(c)
-    end
-  end
-  if #lines == 0 then return "no tools" end
-  return table.concat(lines, "\n")
+  return require("lash.cli.describe").tools_text(self.agent, { ctx = ctx })
 end
 
 -- /save [TITLE]: say which saved session holds the chat (every turn is

@@ -47,9 +47,11 @@ options:
                    never finished (killed, or stopped for approval) runs
                    them now (with --yes for those needing approval)
   --no-save        do not record this run (LASH_NO_SAVE=1 does the same)
-  --describe       print what the loaded agent runs with (its limits,
-                   retries, model, and every default lash applies) as
-                   JSON, and exit without running it
+  --describe       print what the loaded agent runs with (model,
+                   instructions, tools, capabilities and their settings,
+                   limits) and exit without running it: a summary on a
+                   terminal, JSON with --json or in a pipe (with every
+                   default lash applies); tools that conflict exit 6
 
 Every run is saved (spec, model, each message as it enters the history,
 usage, outcome) in $LASH_SESSIONS_DB, else $XDG_STATE_HOME/lash/sessions.db
@@ -254,6 +256,24 @@ function M.trace_exporter(config, cli)
   return require("lash.trace").from_config(traces, function(msg) cli.err(msg, "\n") end)
 end
 
+--- --describe: what the agent runs with, as text on a terminal and JSON
+-- otherwise (or with --json); tools that conflict fail it (exit 6).
+function M.describe(agent, spec_path, o, config, cli, render)
+  local describe = require "lash.cli.describe"
+  local ext = spec_path:match("%.(%w+)$")
+  ext = ext and ext:lower()
+  local d = describe.summary(agent, { model = config.run_defaults(agent, o).model,
+                                      labels = agent.capability_labels,
+                                      format = (ext == "yml" or ext == "yaml") and "yaml" or ext })
+  if not o.json and render.is_tty(1) then
+    cli.out(describe.text(d), "\n")
+  else
+    cli.out(require("lash.json").encode_canonical(d), "\n")
+  end
+  if #d.conflicts > 0 then return { kind = "spec", message = "cannot run the spec: " .. d.conflicts[1] } end
+  return { kind = "ok" }
+end
+
 function M.main(args, cli)
   -- what start-up allocates (lash's modules, the spec, the tools) stays
   -- alive: the collector would only walk it. It resumes as the run starts.
@@ -272,15 +292,14 @@ function M.main(args, cli)
   if cerr then return { kind = "spec", message = cerr } end
   local backend, from_cli = config.backend(o.backend)
   local agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner,
-                                                backend = (from_cli == "cli" or o.attach) and backend or nil })
+                                                backend = (from_cli == "cli" or o.attach) and backend or nil,
+                                                -- --describe reports conflicts itself
+                                                check_tools = not o.describe })
   if agent and backend and from_cli ~= "cli" and not o.attach then agent, err = require("lash.cli.agents").default_backend(agent, backend) end
   if not agent then
     return { kind = "spec", message = "cannot load the spec: " .. tostring(err) }
   end
-  if o.describe then
-    cli.out(json.encode_canonical(agent:describe()), "\n")
-    return { kind = "ok" }
-  end
+  if o.describe then return M.describe(agent, spec_path, o, config, cli, render) end
   local save = not o.no_save and not (os.getenv("LASH_NO_SAVE") or ""):match("^[1ty]")
   -- the store is loaded only when a run saves or continues (a cold start
   -- pays for every module it loads)
