@@ -32,6 +32,10 @@ same "config show without a file succeeds" "$rc" "0"
 contains "it says the file is not there" "$out" "config file: $CFG (not found: using defaults)"
 contains "the OpenAI base URL is the default" "$out" "providers.openai.base_url     https://api.openai.com/v1  (default)"
 same "config path follows XDG_CONFIG_HOME" "$("$LASH" config path)" "$CFG"
+same "lash config alone shows the settings" "$("$LASH" config 2>&1; echo "rc=$?")" "$("$LASH" config show 2>&1; echo "rc=$?")"
+printf 'model: test\nsandbox:\n  backend: local\n' > "$T/config.yaml"
+out=$(LASH_CONFIG=$T/config.yaml "$LASH" config show 2>&1)
+contains "a YAML config file is told the format" "$out" "$T/config.yaml: the config file is Lua data, not YAML or JSON: write settings as \`model = \"anthropic:claude-sonnet-4-6\"\`"
 same "LASH_CONFIG names another file" "$(LASH_CONFIG=/x/y.lua "$LASH" config path)" "/x/y.lua"
 
 # -- a config file, with each source
