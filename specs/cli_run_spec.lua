@@ -340,3 +340,16 @@ describe("lash run --describe", function()
     assert.matches("lash run: cannot run the spec: tool names conflict", err, 1, true)
   end)
 end)
+
+describe("--help after a subcommand", function()
+  it("is the command's help, not an unknown option", function()
+    for _, args in ipairs { { "mcp", "serve", "--help" }, { "sandbox", "create", "-h" }, { "config", "show", "--help" } } do
+      local out, err, code = cli.run(args)
+      assert.equal(0, code, table.concat(args, " ") .. ": " .. err)
+      assert.matches("^usage: lash " .. args[1], out)
+    end
+    -- after --, it belongs to the command being run
+    local _, err = cli.run { "sandbox", "exec", "lb-x", "--", "ls", "--help" }
+    assert.is_nil(err:find("usage:", 1, true))
+  end)
+end)
