@@ -38,7 +38,8 @@ describe("the tools option", function()
   end)
 
   it("refuses unknown names, the default four and non-lists, saying what exists", function()
-    assert.matches("unknown tool 'grepp'; the sandbox's extra tools are edit_file, apply_patch, glob, grep",
+    assert.matches("unknown tool 'grepp'; the sandbox's extra tools are edit_file, apply_patch, glob, grep, "
+      .. "start_command, read_output, write_stdin, stop_command",
       refused { tools = { "grepp" } })
     assert.matches("'read_file' is one of the four default tools", refused { tools = { "read_file" } })
     assert.matches("tools must be a list of tool names", refused { tools = "grep" })
@@ -203,7 +204,7 @@ describe("the tools in a local jail", function()
     os.remove(root)
     os.execute("mkdir -p '" .. root .. "' && chmod 711 '" .. root .. "'")
     sb = lash.sandbox.session { backend = "local", state_root = root, timeout = 300 }
-    cap = lash.sandbox_capability { session = sb, tools = tools.NAMES, max_output_lines = 50 }
+    cap = lash.sandbox_capability { session = sb, tools = tools.NAMES, max_output_lines = 50, max_background = 2 }
   end)
 
   teardown(function()
@@ -309,5 +310,57 @@ describe("the tools in a local jail", function()
     sb:exec("head -c 100000 /dev/zero | tr '\\0' q > patho/long.txt")
     out = call("grep", { pattern = "q", path = "patho/long.txt" })
     assert.truthy(#out <= 2100, #out)
+  end)
+
+  -- processes on the host whose command line starts with `sleep 10NN`
+  local function sleepers()
+    local p = io.popen("ps -eo args | grep -c '^sleep 10[0-9][0-9]'")
+    local n = tonumber(p:read("a"))
+    p:close()
+    return n
+  end
+
+  it_local("background commands start, take input, print, and stop with everything they started", function()
+    local outs = {}
+    local turns = {
+      { { name = "start_command", args = { command = "echo hello; while read l; do echo got:$l; done", name = "echo" } } },
+      { { name = "write_stdin", args = { handle = "echo", text = "abc\n" } } },
+      { { name = "start_command", args = { command = "sleep 1001 & setsid sh -c 'sleep 1002' & (sleep 1003 &); "
+        .. "nohup sleep 1004 >/dev/null 2>&1 & wait" } } },
+      { { name = "start_command", args = { command = "sleep 1005" } } },
+      { { name = "stop_command", args = { handle = "bg1" } } },
+      { { name = "read_output", args = { handle = "echo", since = 6 } } },
+      { { name = "read_output", args = { handle = "nope" } } },
+      { { name = "start_command", args = { command = "exit 3", name = "quick" } } },
+    }
+    local counts = {}
+    local script = {}
+    for i, calls in ipairs(turns) do
+      script[i] = function(m)
+        if i > 1 then outs[#outs + 1] = m[#m].parts[1] end
+        if i == 2 then lash.sleep(0.3) end
+        if i == 5 then counts.running = sleepers() end
+        if i == 6 then counts.stopped = sleepers() end
+        return { tool_calls = calls }
+      end
+    end
+    script[#script + 1] = function(m)
+      outs[#outs + 1] = m[#m].parts[1]
+      return "done"
+    end
+    lash.agent { model = lash.script_model(script), capabilities = { cap } }:run("go")
+    assert.matches("^Started 'echo' in the background", outs[1].content)
+    assert.equal("Wrote 4 bytes to the stdin of 'echo'.", outs[2].content)
+    assert.equal("retry", outs[4].status)
+    assert.matches("already 2 background commands running %(echo, bg1%)", outs[4].content)
+    assert.equal(4, counts.running)
+    assert.equal(0, counts.stopped, "a daemonising command is stopped with everything it started")
+    assert.matches("^Stopped 'bg1'.\n%[bg1: exited with code 143", outs[5].content)
+    assert.matches("^%[echo: running for %d+s%]\ngot:abc\n%[output bytes 6%-14 of 14; read_output with since=14",
+      outs[6].content)
+    assert.matches("no background command 'nope'; the run has echo, bg1", outs[7].content)
+    assert.matches("^Started 'quick', but it has already exited.\n%[quick: exited with code 3", outs[8].content)
+    lash.sleep(0.3)
+    assert.equal(0, sleepers(), "the run's end stops the rest")
   end)
 end)

@@ -57,6 +57,33 @@ $2" ;; *) ok "$1" ;; esac
 # skip DESC REASON: one test that does not apply here (counted as skipped).
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 
+# rerun_unprivileged MARK: as root, run this test again under an unprivileged
+# uid of its own with no passwd entry (setpriv), with MARK=1 in its
+# environment (the re-run tests it to not recurse), and report the re-run's
+# results as this test's, each prefixed "as uid N:". A no-op when not root or
+# when MARK is set.
+rerun_unprivileged() {
+  local mark=$1 as_uid sub sub_rc sub_n=0 line
+  [ "$(id -u)" = 0 ] && [ -z "${!mark:-}" ] || return 0
+  as_uid=$((61000 + $$ % 4000))
+  if ! command -v setpriv >/dev/null; then
+    skip "" "the unprivileged run: setpriv is missing (util-linux)"; return 0
+  fi
+  sub=$(setpriv --reuid "$as_uid" --regid "$as_uid" --clear-groups env -i PATH="$PATH" HOME=/tmp \
+        "$mark=1" LASH_BUILD="$BUILD" ${LASH_BIN:+LASH_BIN="$LASH_BIN"} bash "$0" 2>&1)
+  sub_rc=$?
+  while IFS= read -r line; do
+    case $line in
+      "ok "*"# SKIP"*) sub_n=$((sub_n+1)); skip "as uid $as_uid:" "${line#*# SKIP }" ;;
+      "ok "*) sub_n=$((sub_n+1)); ok "as uid $as_uid: ${line#ok * - }" ;;
+      "not ok "*) sub_n=$((sub_n+1)); not_ok "as uid $as_uid: ${line#not ok * - }" ;;
+      "1..0"*) sub_n=1; skip "as uid $as_uid:" "${line#*# SKIP }" ;;
+      "#"*) echo "$line" ;;
+    esac
+  done <<<"$sub"
+  check "as uid $as_uid: the unprivileged run ran (exit $sub_rc)" test "$sub_n" -gt 0 -a "$sub_rc" = 0
+}
+
 # skip_all REASON: the whole test does not apply here.
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 

@@ -17,7 +17,7 @@ M.SANDBOX_OPTIONS = {
   max_output_bytes = true, max_output_lines = true, max_read_bytes = true, instructions = true,
   log = true,
   -- extra tools work inside the sandbox only (lash.capabilities.sandbox_tools)
-  tools = true,
+  tools = true, max_background = true,
   -- Modal: what the sandbox runs and how big it is, not where or as whom
   image = true, app_name = true, create_app_if_missing = true, cpu = true, memory = true,
   network = function(v)

@@ -281,7 +281,45 @@ static int m_tostring(lua_State *L) {
   return 1;
 }
 
+/* ---- files in and out -------------------------------------------------------
+** Written in Lua over spawn and the host's files (lash.sandbox_files); these
+** methods hand the call to it, so they may wait like any other. */
+
+static int files_k(lua_State *L, int status, lua_KContext base) {
+  (void)status;
+  return lua_gettop(L) - (int)base;
+}
+
+static int files_call(lua_State *L, const char *fn) {
+  int n = lua_gettop(L);
+  lash_sandbox_checkopen(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "lash.sandbox_files");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, fn);
+  lua_remove(L, -2);
+  lua_insert(L, 1);
+  lua_callk(L, n, LUA_MULTRET, 0, files_k);
+  return files_k(L, LUA_OK, 0);
+}
+
+/*** Copy a file or a directory (as a tar stream) out of the sandbox.
+** @function sandbox:download
+** @tparam string path in the sandbox
+** @tparam string host_path where it goes (into it, if a directory)
+** @tparam[opt] table opts progress = function(done_bytes, total_or_nil)
+** @treturn table kind, bytes, files, dirs, links, skipped, path */
+static int m_download(lua_State *L) { return files_call(L, "download"); }
+/*** Copy a host file or directory into the sandbox.
+** @function sandbox:upload
+** @tparam string host_path
+** @tparam string path in the sandbox (into it, if a directory)
+** @tparam[opt] table opts progress
+** @treturn table kind, bytes, path */
+static int m_upload(lua_State *L) { return files_call(L, "upload"); }
+
 static const luaL_Reg methods[] = {
+  {"download", m_download}, {"upload", m_upload},
   {"exec", m_exec}, {"stat", m_stat}, {"read_file", m_read_file},
   {"write_file", m_write_file}, {"list_dir", m_list_dir},
   {"read_tags", m_read_tags}, {"write_tags", m_write_tags},

@@ -21,7 +21,8 @@
   X(proc)               \
   X(net)                \
   X(secret)             \
-  X(sqlite)
+  X(sqlite)             \
+  X(files)
 
 #define LASH_DECLARE_OPEN(name) int lash_open_##name(lua_State *L);
 LASH_MODULES(LASH_DECLARE_OPEN)

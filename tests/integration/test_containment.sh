@@ -99,6 +99,11 @@ OTHER=$(sb create --timeout 600)
 echo "other's secret" | sb write "$OTHER" /workspace/secret.txt
 jail "cat $LASH_SANDBOX_ROOT/$OTHER/workspace/secret.txt 2>&1; ls -A $LASH_SANDBOX_ROOT 2>/dev/null | wc -l"
 check "other sandboxes under the state root are out of reach" sh -c "! echo \"$out\" | grep -q \"other's secret\""
+# the other's cgroup (its name, its memory use), once it has one: nothing of
+# it, nor of any group, shows under /sys/fs/cgroup
+sb exec "$OTHER" -- true
+jail "find /sys/fs/cgroup 2>/dev/null | grep -c -e '$OTHER' -e '$ID' -e 'memory.current' -e 'memory.usage_in_bytes' -e 'pids.current'"
+same "no sandbox's cgroup is visible under /sys/fs/cgroup" "$out" 0
 sb read "$ID" /etc/shadow >/dev/null 2>&1; r1=$?
 sb read "$ID" "/root/.lash-containment-secret" >/dev/null 2>&1; r2=$?
 check "file operations refuse host secrets too (exit 1)" test "$r1" = 1 -a "$r2" = 1

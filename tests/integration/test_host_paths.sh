@@ -127,26 +127,6 @@ same "and all its files" "$(ls "$secret" | wc -l)" 50
 for s in "${snaps[@]}"; do rm -rf "${LASH_SANDBOX_ROOT:?}/snapshots/$s"; done
 
 # --- again, as an unprivileged user --------------------------------------------
-if [ "$(id -u)" = 0 ] && [ -z "${LASH_HOSTPATHS_NESTED:-}" ]; then
-  as_uid=$((61000 + $$ % 4000))
-  if ! command -v setpriv >/dev/null; then
-    skip "" "the unprivileged run: setpriv is missing (util-linux)"
-  else
-    sub=$(setpriv --reuid "$as_uid" --regid "$as_uid" --clear-groups env -i PATH="$PATH" HOME=/tmp \
-          LASH_HOSTPATHS_NESTED=1 LASH_BUILD="$BUILD" LASH_BIN="$LASH" bash "$0" 2>&1)
-    sub_rc=$?
-    sub_n=0
-    while IFS= read -r line; do
-      case $line in
-        "ok "*"# SKIP"*) sub_n=$((sub_n+1)); skip "as uid $as_uid:" "${line#*# SKIP }" ;;
-        "ok "*) sub_n=$((sub_n+1)); ok "as uid $as_uid: ${line#ok * - }" ;;
-        "not ok "*) sub_n=$((sub_n+1)); not_ok "as uid $as_uid: ${line#not ok * - }" ;;
-        "1..0"*) skip "as uid $as_uid:" "${line#*# SKIP }"; sub_n=1 ;;
-        "#"*) echo "$line" ;;
-      esac
-    done <<<"$sub"
-    check "as uid $as_uid: the unprivileged run ran (exit $sub_rc)" test "$sub_n" -gt 0 -a "$sub_rc" = 0
-  fi
-fi
+rerun_unprivileged LASH_HOSTPATHS_NESTED
 
 done_testing

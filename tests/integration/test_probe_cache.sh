@@ -40,7 +40,7 @@ one
 check "a file others may write is ignored: a new probe ($(probes "$work/trace"))" test "$(probes "$work/trace")" = 1
 check "  and replaced by one of ours" test "$(stat -c %a "$F")" = 600
 
-printf 'v1 garbage\n' >"$F"
+printf 'v2 garbage\n' >"$F"
 one
 check "a damaged file means a new probe ($(probes "$work/trace"))" test "$(probes "$work/trace")" = 1
 
@@ -48,7 +48,7 @@ check "a damaged file means a new probe ($(probes "$work/trace"))" test "$(probe
 cp "$(command -v bwrap)" "$work/bwrap"
 LASH_BWRAP=$work/bwrap one
 check "another bwrap binary is probed ($(probes "$work/trace"))" test "$(probes "$work/trace")" = 1
-check "  and remembered under its own key" grep -q "^v1 $work/bwrap " "$F"
+check "  and remembered under its own key" grep -q "^v2 $work/bwrap " "$F"
 touch -d '1 hour ago' "$work/bwrap"
 LASH_BWRAP=$work/bwrap one
 check "  touched (a new mtime), it is probed again ($(probes "$work/trace"))" test "$(probes "$work/trace")" = 1

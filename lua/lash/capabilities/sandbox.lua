@@ -78,6 +78,7 @@ local OWN = {
   sandbox_timeout = true, workdir = true, env = true, network = true, from_snapshot = true,
   default_command_timeout = true, max_command_timeout = true, max_output_bytes = true,
   max_output_lines = true, max_read_bytes = true, instructions = true, log = true, tools = true,
+  max_background = true,
 }
 
 -- Options that exist only on some backends, with the backend option names
@@ -129,7 +130,8 @@ local function positive_integer(opts, name)
 end
 
 local function check_types(o)
-  for _, name in ipairs { "sandbox_timeout", "max_output_bytes", "max_output_lines", "max_read_bytes" } do
+  for _, name in ipairs { "sandbox_timeout", "max_output_bytes", "max_output_lines", "max_read_bytes",
+                          "max_background" } do
     positive_integer(o, name)
   end
   local d = o.default_command_timeout
@@ -719,6 +721,8 @@ function Run:close()
     return
   end
   self.state = "closed"
+  -- background commands end with the run, whatever the mode
+  sandbox_tools.close(self)
   local sb, holder, cap = self.sb, self.holder, self.cap
   self.sb, self.holder = nil, nil
   if cap.mode == "shared" then return end

@@ -6,6 +6,7 @@
 -- construction with `check` and adds `build`'s tools to each run's four.
 -- @module lash.capabilities.sandbox_tools
 local fmt = require "lash.capabilities.sandbox_format"
+local background = require "lash.capabilities.sandbox_tools.background"
 local edit = require "lash.capabilities.sandbox_tools.edit"
 local patch = require "lash.capabilities.sandbox_tools.patch"
 local search = require "lash.capabilities.sandbox_tools.search"
@@ -22,10 +23,14 @@ M.DEFAULTS = {
   max_results_ceiling = 2000, -- the most max_results may ask for
   max_context = 20,          -- grep context lines, at most
   search_timeout = 60,       -- seconds one glob or grep may take (within the command deadline)
+  max_background = 4,        -- background commands running at once, unless the capability says
+  start_wait = 0.5,          -- seconds start_command waits to catch a command that fails at once
+  stop_grace = 2,            -- seconds between SIGTERM and SIGKILL in stop_command
 }
 
 --- The opt-in tools, in the order runs list them after the default four.
-M.NAMES = { "edit_file", "apply_patch", "glob", "grep" }
+M.NAMES = { "edit_file", "apply_patch", "glob", "grep", "start_command", "read_output", "write_stdin",
+            "stop_command" }
 local KNOWN = {}
 for _, n in ipairs(M.NAMES) do KNOWN[n] = true end
 
@@ -84,6 +89,8 @@ function M.instructions(names)
   if have.grep then finds[#finds + 1] = t("grep") end
   if #finds > 0 then parts[#parts + 1] = "find files and text with " .. table.concat(finds, " and ")
     .. " rather than shell commands" end
+  if have.start_command then parts[#parts + 1] = "run servers and other long commands in the background with "
+    .. t("start_command") end
   local s = table.concat(parts, ", and ")
   return " " .. s:sub(1, 1):upper() .. s:sub(2) .. "."
 end
@@ -148,7 +155,51 @@ M.PARAMETERS = {
   },
 }
 
+M.PARAMETERS.start_command = {
+  type = "object",
+  properties = {
+    command = { type = "string", description = "The shell command to start, e.g. 'npm run dev' or "
+      .. "'python -m http.server 8000'." },
+    name = optional("string", "A short name to refer to it by (default: bg1, bg2, ...)."),
+  },
+  required = { "command" },
+  additionalProperties = false,
+}
+M.PARAMETERS.read_output = {
+  type = "object",
+  properties = {
+    handle = { type = "string", description = "The command's name, as start_command returned it." },
+    since = optional("integer", "Byte offset to read from (the `since` the previous read_output gave); "
+      .. "default: the latest output."),
+  },
+  required = { "handle" },
+  additionalProperties = false,
+}
+M.PARAMETERS.write_stdin = {
+  type = "object",
+  properties = {
+    handle = { type = "string", description = "The command's name." },
+    text = { type = "string", description = "Text to write to its standard input (add \\n to end a line)." },
+  },
+  required = { "handle", "text" },
+  additionalProperties = false,
+}
+M.PARAMETERS.stop_command = {
+  type = "object",
+  properties = { handle = { type = "string", description = "The command's name." } },
+  required = { "handle" },
+  additionalProperties = false,
+}
+
 M.DESCRIPTIONS = {
+  start_command = "Start a shell command in the sandbox in the background (a dev server, a watcher, a long "
+    .. "build) and return at once with its name. It runs until stop_command, or until this run ends. Read its "
+    .. "output with read_output, send it input with write_stdin.",
+  read_output = "Read the output (stdout and stderr, interleaved) of a background command: the latest output, "
+    .. "or from `since`, the offset the previous read gave. Says whether it is still running.",
+  write_stdin = "Write text to the standard input of a background command.",
+  stop_command = "Stop a background command (SIGTERM, then SIGKILL, to it and everything it started) and "
+    .. "show its last output.",
   edit_file = "Replace exact text in a sandbox file: `old_string` must match the file exactly (indentation "
     .. "included) and occur once, unless `replace_all` is true. Keeps the file's line endings, encoding and "
     .. "permissions; reports the changed lines. Prefer it to write_file for changing part of a file.",
@@ -364,7 +415,120 @@ local function grep_tool(run, args)
   return res, why
 end
 
-local HANDLERS = { edit_file = edit_file, apply_patch = apply_patch, glob = glob_tool, grep = grep_tool }
+---------------------------------------------------------------------------
+-- Background commands
+
+local function bg_set(run)
+  if not run.background then
+    run.background = background.new(run.opts.max_background or M.DEFAULTS.max_background)
+  end
+  return run.background
+end
+
+local function elapsed(c)
+  return string.format("%ds", math.floor((c.ended or runtime.now()) - c.started + 0.5))
+end
+
+local function state_line(c)
+  if c.exit == nil then return "[" .. c.handle .. ": running for " .. elapsed(c) .. "]" end
+  return "[" .. c.handle .. ": exited with code " .. c.exit .. " after " .. elapsed(c) .. "]"
+end
+
+local function find(run, handle)
+  local set = run.background
+  local c = set and set:get(handle)
+  if c then return c end
+  local known = set and set:handles() or {}
+  return nil, "no background command " .. fmt.quote(handle) .. (#known > 0 and ("; the run has "
+    .. table.concat(known, ", ")) or "; start one with start_command") .. "."
+end
+
+local function show_output(run, c, since)
+  local max = run.opts.max_output_bytes
+  local text_out, from, to, dropped = background.Set_output(c, since, max)
+  local body = runtime.output.utf8_repair(text_out)
+  local parts = { state_line(c) }
+  if dropped > 0 then
+    parts[#parts + 1] = "[" .. dropped .. " bytes before offset " .. from .. " were dropped (only the last "
+      .. background.LOG_MAX .. " bytes are kept)]"
+  end
+  if body ~= "" then
+    parts[#parts + 1] = (runtime.output.truncate(body, { max_lines = run.opts.max_output_lines, max_bytes = max,
+                                                        direction = "head" }))
+  else
+    parts[#parts + 1] = "(no new output)"
+  end
+  local note = "[output bytes " .. from .. "-" .. to .. " of " .. c.total .. "; read_output with since=" .. to
+    .. " for what comes next"
+  if since == nil and from > 0 then note = note .. ", since=0 for the start" end
+  parts[#parts + 1] = note .. "]"
+  return table.concat(parts, "\n")
+end
+
+local function start_command(run, args)
+  local cmd = args.command
+  if cmd == "" or cmd:find("\0", 1, true) then return nil, "command must be a non-empty string without NUL bytes." end
+  local name = opt(args.name)
+  if name ~= nil and (name == "" or not name:match("^[%w._%-]+$") or #name > 64) then
+    return nil, "name must be 1 to 64 letters, digits, '.', '_' or '-'."
+  end
+  local sb = run:sandbox()
+  local set = bg_set(run)
+  local c, why, e = set:start(sb, cmd, name)
+  if not c then
+    if e then return run:failure(e, "Could not start the command: ") end
+    return nil, why
+  end
+  -- a command that fails at once says so now rather than at the next read
+  local deadline = runtime.now() + M.DEFAULTS.start_wait
+  while c.exit == nil and runtime.now() < deadline do runtime.sleep(0.05) end
+  if c.exit ~= nil then
+    return "Started " .. fmt.quote(c.handle) .. ", but it has already exited.\n" .. show_output(run, c, 0)
+  end
+  return "Started " .. fmt.quote(c.handle) .. " in the background: " .. cmd .. "\nIt runs until stop_command or "
+    .. "the end of this run. Read its output with read_output{handle = " .. fmt.quote(c.handle) .. "}."
+end
+
+local function read_output(run, args)
+  local c, why = find(run, args.handle)
+  if not c then return nil, why end
+  local since = opt(args.since)
+  if since ~= nil and (math.type(since) ~= "integer" or since < 0) then
+    return nil, "since must be a byte offset (an integer >= 0), got " .. tostring(since) .. "."
+  end
+  return show_output(run, c, since)
+end
+
+local function write_stdin(run, args)
+  local c, why = find(run, args.handle)
+  if not c then return nil, why end
+  if c.exit ~= nil or c.stopped then return nil, fmt.quote(c.handle) .. " has exited; its stdin is closed." end
+  local ok, err = c.proc:write(args.text)
+  if not ok then return nil, "Could not write to " .. fmt.quote(c.handle) .. ": " .. tostring(err) end
+  return "Wrote " .. #args.text .. " bytes to the stdin of " .. fmt.quote(c.handle) .. "."
+end
+
+local function stop_command(run, args)
+  local c, why = find(run, args.handle)
+  if not c then return nil, why end
+  local was = c.exit
+  background.Set_stop(c, M.DEFAULTS.stop_grace)
+  local head = was ~= nil and ("Stopped " .. fmt.quote(c.handle) .. ": it had already exited.")
+    or ("Stopped " .. fmt.quote(c.handle) .. ".")
+  return head .. "\n" .. show_output(run, c, nil)
+end
+
+local HANDLERS = { edit_file = edit_file, apply_patch = apply_patch, glob = glob_tool, grep = grep_tool,
+                   start_command = start_command, read_output = read_output, write_stdin = write_stdin,
+                   stop_command = stop_command }
+
+--- Stop the run's background commands (the run is ending).
+function M.close(run)
+  if run.background then
+    run.background:close()
+    run.background = nil
+  end
+end
 
 --- The tools of `names` for a run.
 -- @tparam table run the capability's run

@@ -35,6 +35,9 @@ usage: lash sandbox <subcommand> [options]
   write ID PATH < DATA                write a file from standard input
   ls ID [PATH]                        list a directory (directories end in /)
   stat ID PATH                        kind, size, mode and mtime of a path
+  cp SRC DST                          copy a file or a directory in or out: one
+                                      side is ID:PATH, the other a host path
+                                      (any size, streamed; progress on a tty)
   tags ID [--json]                    print the tags (k=v lines, sorted)
   attach ID --owner O [--holder H]    claim the sandbox (holder defaults to O)
   release ID --holder H               clear holder's claim
@@ -279,6 +282,11 @@ function sub.release(args, cli)
   local cleared = open(pos, opts, cli, "release"):release(opts.holder)
   cli.out(cleared and "released\n" or ("not held by " .. opts.holder .. "\n"))
   return EXIT.ok
+end
+
+function sub.cp(args, cli)
+  return require("lash.cli.sandbox_cp").run(args, cli,
+    { parse = parse, with_common = with_common, open = open, usage = usage })
 end
 
 function sub.destroy(args, cli)

@@ -13,6 +13,7 @@
 #include "sandbox.h"
 #include "sandbox_local_box.h"
 #include "sandbox_snapshot.h"
+#include "sandbox_seccomp.h"
 #include "jaild/sandbox_jaild.h"
 #include "sandbox_super.h"
 #include "output.h"
@@ -75,6 +76,10 @@ static int try_bwrap(const char *bwrap, int disable_userns, char *msg,
   lsb_argv_add(&a, "/");
   lsb_argv_add(&a, "--proc");
   lsb_argv_add(&a, "/proc");
+  /* every jail runs under the seccomp filter: a kernel or bwrap that
+  ** cannot install it has no jail */
+  lsb_argv_add(&a, "--seccomp");
+  lsb_argv_add(&a, "4");
   lsb_argv_add(&a, "--");
   lsb_argv_add(&a, bwrap);
   lsb_argv_add(&a, "--version");
@@ -86,12 +91,19 @@ static int try_bwrap(const char *bwrap, int disable_userns, char *msg,
   o.uid = JAIL_UID;
   o.gid = JAIL_GID;
   o.outputs = 2;
+  o.fresh_keyring = 1;
   if (a.oom) {
     lsb_argv_free(&a);
     snprintf(msg, msgsz, "out of memory");
     return 0;
   }
+  if ((o.pass_fd = lsb_seccomp_memfd()) < 0) {
+    lsb_argv_free(&a);
+    snprintf(msg, msgsz, "cannot build the jail's seccomp filter: %s", strerror(-o.pass_fd));
+    return 0;
+  }
   rc = lsb_spawn_child(&o, &sp, &stage);
+  close(o.pass_fd);
   lsb_argv_free(&a);
   if (rc) {
     snprintf(msg, msgsz, "cannot run %s (%s: %s)", bwrap, stage, strerror(-rc));
@@ -144,7 +156,7 @@ static int probe_key(const char *bwrap, char *key, size_t sz) {
   size_t n;
   int i;
   if (stat(bwrap, &st) != 0) return -1;
-  n = (size_t)snprintf(key, sz, "v1 %s ino=%llu size=%lld mtime=%lld.%09ld euid=%u",
+  n = (size_t)snprintf(key, sz, "v2 %s ino=%llu size=%lld mtime=%lld.%09ld euid=%u",
                        bwrap, (unsigned long long)st.st_ino, (long long)st.st_size,
                        (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec,
                        (unsigned)geteuid());

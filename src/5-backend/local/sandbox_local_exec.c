@@ -12,6 +12,7 @@
 #include "sandbox_local_box.h"
 #include "jaild/sandbox_jaild.h"
 #include "sandbox_super.h"
+#include "sandbox_seccomp.h"
 #include "output.h"
 #include "runtime.h"
 #include "proc.h"
@@ -760,7 +761,7 @@ int local_spawn(lua_State *L) {
   const char *stage = NULL;
   lsb_box *box;
   local_meta m;
-  int envt, rc = 0, i, argsfd = -1, infop[2] = {-1, -1};
+  int envt, rc = 0, i, argsfd = -1, scfd = -1, infop[2] = {-1, -1};
   lsb_argv argv, envs, jargv;
   lsb_spawn sp;
   lsb_spawn_opts so;
@@ -818,6 +819,13 @@ int local_spawn(lua_State *L) {
     stage = "argv";
     lsb_argv_add(&jargv, "--info-fd");
     lsb_argv_add(&jargv, "5");
+    lsb_argv_add(&jargv, "--seccomp");   /* sandbox_seccomp.c */
+    lsb_argv_add(&jargv, "8");
+    if (!rc && (scfd = lsb_seccomp_memfd()) < 0) {
+      rc = scfd;
+      scfd = -1;
+      stage = "seccomp filter";
+    }
     if (!rc && jargv.oom) rc = -ENOMEM;
     if (!rc && (argsfd = lsb_strings_memfd("lash-bwrap-args", jargv.v, 1,
                                            NULL)) < 0) {
@@ -838,6 +846,8 @@ int local_spawn(lua_State *L) {
     so.envp = empty;
     so.pass_fd = argsfd;
     so.pass_fd2 = infop[1];
+    so.pass_fd5 = scfd;
+    so.fresh_keyring = 1;
   }
   if (!rc && cg.version) {
     /* into the sandbox's group, or not at all: its limits must hold */
@@ -848,6 +858,7 @@ int local_spawn(lua_State *L) {
   if (!rc) rc = lsb_spawn_child(&so, &sp, &stage);
   lsb_cgroup_close(so.cgroup_fds);
   if (argsfd >= 0) close(argsfd);
+  if (scfd >= 0) close(scfd);
   if (infop[1] >= 0) close(infop[1]);
   lsb_argv_free(&argv);
   lsb_argv_free(&envs);

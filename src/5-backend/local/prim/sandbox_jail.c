@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/keyctl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -405,17 +406,29 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
     int p2 = o->pass_fd2 > 0 ? fcntl(o->pass_fd2, F_DUPFD, 10) : -1;
     int p3 = o->pass_fd3 > 0 ? fcntl(o->pass_fd3, F_DUPFD, 10) : -1;
     int p4 = o->pass_fd4 > 0 ? fcntl(o->pass_fd4, F_DUPFD, 10) : -1;
+    int p5 = o->pass_fd5 > 0 ? fcntl(o->pass_fd5, F_DUPFD, 10) : -1;
     if ((o->pass_fd > 0 && (p1 < 0 || dup2(p1, 4) < 0)) ||
         (o->pass_fd2 > 0 && (p2 < 0 || dup2(p2, 5) < 0)) ||
         (o->pass_fd3 > 0 && (p3 < 0 || dup2(p3, 6) < 0)) ||
-        (o->pass_fd4 > 0 && (p4 < 0 || dup2(p4, 7) < 0)))
+        (o->pass_fd4 > 0 && (p4 < 0 || dup2(p4, 7) < 0)) ||
+        (o->pass_fd5 > 0 && (p5 < 0 || dup2(p5, 8) < 0)))
       child_fail(st, 1);
   }
   if (rep->mem) close(3);
   else if (dup3(rep->fd, 3, O_CLOEXEC) < 0) child_fail(st, 1);
   else rep->fd = 3;
-  close_from(o->pass_fd4 > 0 ? 8 : o->pass_fd3 > 0 ? 7 :
-             o->pass_fd2 > 0 ? 6 : o->pass_fd > 0 ? 5 : 4);
+  /* the highest fd handed over, and above it nothing (a gap below it is
+  ** closed too: fds 4..8 are only ever the ones passed) */
+  {
+    int top = o->pass_fd5 > 0 ? 8 : o->pass_fd4 > 0 ? 7 : o->pass_fd3 > 0 ? 6 :
+              o->pass_fd2 > 0 ? 5 : o->pass_fd > 0 ? 4 : 3, fd;
+    for (fd = 4; fd < top; fd++) {
+      int given = (fd == 4 && o->pass_fd > 0) || (fd == 5 && o->pass_fd2 > 0) ||
+                  (fd == 6 && o->pass_fd3 > 0) || (fd == 7 && o->pass_fd4 > 0);
+      if (!given) close(fd);
+    }
+    close_from(top + 1);
+  }
   /* the loop's signal state is not the command's */
   for (sig = 1; sig < NSIG; sig++) {
     struct sigaction sa;
@@ -442,6 +455,9 @@ static void child_main(const lsb_spawn_opts *o, int in, int outw, int errw,
     if (syscall(SYS_setresgid, o->gid, o->gid, o->gid) != 0) child_fail(st, 6);
     if (syscall(SYS_setresuid, o->uid, o->uid, o->uid) != 0) child_fail(st, 7);
   }
+  /* a session keyring of the jail's own, made under its credentials: the
+  ** host's (an ssh login's, a service's) is not inherited into the jail */
+  if (o->fresh_keyring) syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL);
   /* after the credential change, which clears it */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(st, 8);
   if (getppid() != parent) _exit(127);

@@ -90,6 +90,9 @@ typedef struct lsb_spawn_opts {
   int pass_fd2;                /* > 0: handed to the child as fd 5 */
   int pass_fd3;                /* > 0: handed to the child as fd 6 */
   int pass_fd4;                /* > 0: handed to the child as fd 7 */
+  int pass_fd5;                /* > 0: handed to the child as fd 8 */
+  int fresh_keyring;           /* 1: a new session keyring of its own
+                               ** (a jail: none of the host's keys) */
   int outputs;                 /* 0: none (stdout/stderr to /dev/null),
                                ** 2: stdout and stderr pipes */
   int join_cgroup;             /* 1: the child joins cgroup_fds */

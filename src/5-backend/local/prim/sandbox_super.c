@@ -12,6 +12,7 @@
 ** from any process do the same.
 */
 #include "sandbox_super.h"
+#include "sandbox_seccomp.h"
 #include "jaild/sandbox_jaild.h"
 
 #include <errno.h>
@@ -351,7 +352,7 @@ int lsb_super_start(lsb_super *s, const lsb_super_spec *spec, char *msg,
   lsb_spawn sp;
   const char *stage = NULL;
   char *empty[] = {NULL};
-  int sv[2] = {-1, -1}, infop[2] = {-1, -1}, argsfd = -1, imgfd = -1, rc;
+  int sv[2] = {-1, -1}, infop[2] = {-1, -1}, argsfd = -1, imgfd = -1, scfd = -1, rc;
   lsb_jd_msg hello;
   msg[0] = '\0';
   lsb_argv_init(&jargv);
@@ -359,6 +360,9 @@ int lsb_super_start(lsb_super *s, const lsb_super_spec *spec, char *msg,
   sp.pid = -1;
   sp.in_fd = sp.out_fd = sp.err_fd = -1;
   rc = lsb_jail_argv(spec->jail, NULL, &jargv);
+  /* the filter (sandbox_seccomp.c) on the supervisor and all it runs */
+  lsb_argv_add(&jargv, "--seccomp");
+  lsb_argv_add(&jargv, "8");
   lsb_argv_add(&jargv, "--as-pid-1");
   lsb_argv_add(&jargv, "--info-fd");
   lsb_argv_add(&jargv, "5");
@@ -377,6 +381,11 @@ int lsb_super_start(lsb_super *s, const lsb_super_spec *spec, char *msg,
                "(src/5-backend/local/prim/jaild/blob.S was not linked in)");
       goto out;
     }
+  }
+  if (!rc && (scfd = lsb_seccomp_memfd()) < 0) {
+    rc = scfd;
+    snprintf(msg, msgsz, "cannot build the jail's seccomp filter: %s", strerror(-rc));
+    goto out;
   }
   if (!rc && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     rc = -errno;
@@ -405,7 +414,10 @@ int lsb_super_start(lsb_super *s, const lsb_super_spec *spec, char *msg,
   so.pass_fd2 = infop[1];
   so.pass_fd3 = sv[1];
   so.pass_fd4 = imgfd;
+  so.pass_fd5 = scfd;
+  so.fresh_keyring = 1;
   rc = lsb_spawn_child(&so, &sp, &stage);
+  close_fd(&scfd);
   close_fd(&sv[1]);
   close_fd(&infop[1]);
   close_fd(&argsfd);
@@ -461,6 +473,7 @@ out:
   close_fd(&infop[1]);
   close_fd(&argsfd);
   close_fd(&imgfd);
+  close_fd(&scfd);
   close_fd(&sp.out_fd);
   close_fd(&sp.err_fd);
   lsb_argv_free(&jargv);

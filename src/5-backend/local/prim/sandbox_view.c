@@ -97,8 +97,18 @@ int lsb_view_build(lsb_view *v, const lsb_layout *lay) {
   add(v, "/dev", NULL, LSB_MNT_DENY, LSB_HOW_DEV);
   add(v, "/sys", NULL, LSB_MNT_DENY, LSB_HOW_NONE);
   add(v, "/tmp", tmp, LSB_MNT_RW, LSB_HOW_BIND);
+  /* the jail's /proc is its own, but the kernel's key lists in it are the
+  ** machine's: key descriptions of the same uid (an unprivileged jail's) */
+  if (access("/proc/keys", F_OK) == 0) {
+    add(v, "/proc/keys", NULL, LSB_MNT_DENY, LSB_HOW_DEVNULL);
+    add(v, "/proc/key-users", NULL, LSB_MNT_DENY, LSB_HOW_DEVNULL);
+  }
   if (host_root) {
     glob_t g;
+    struct stat cgst;
+    /* every sandbox's cgroup (its name, its memory use) and the host's */
+    if (lstat("/sys/fs/cgroup", &cgst) == 0 && S_ISDIR(cgst.st_mode))
+      add(v, "/sys/fs/cgroup", NULL, LSB_MNT_DENY, LSB_HOW_TMPFS);
     for (i = 0; masked_dirs[i]; i++) mask(v, masked_dirs[i]);
     for (i = 0; masked_files[i]; i++) mask(v, masked_files[i]);
     if (glob("/etc/ssh/ssh_host_*_key", 0, NULL, &g) == 0) {
