@@ -110,15 +110,23 @@ describe("lash run", function()
     assert.matches("removed\n", out, 1, true)
   end)
 
-  it("prints a tool's traceback when it fails", function()
-    local spec = cli.spec [[return lash.agent {
-      tools = { { name = "boom", handler = function() error("kaput") end } },
+  it("prints a failing tool's message once, with only the frames of the user's code", function()
+    local spec = cli.spec [[local function inner() error("kaput") end
+return lash.agent {
+      tools = { { name = "boom", handler = function() inner() end } },
       model = function() return { tool_calls = { { name = "boom" } } } end }]]
-    local _, err, code = cli.run { "run", spec, "x" }
-    os.remove(spec)
+    local _, err, code = cli.run { "run", spec, "x", "--trust" }
     assert.equal(1, code)
-    assert.matches("^lash run: tool: Tool 'boom' failed: .*kaput", err)
-    assert.matches("stack traceback", err, 1, true)
+    assert.matches("^lash run: tool: Tool 'boom' failed: .*kaput\n", err)
+    local _, n = err:gsub("kaput", "")
+    assert.equal(1, n, err)
+    assert.matches("stack traceback (your code):\n\t" .. spec .. ":1: in upvalue 'inner'", err, 1, true)
+    assert.is_nil(err:find("lash/agent.lua", 1, true), err)
+    assert.is_nil(err:find("[C]", 1, true), err)
+    -- LASH_LOG=debug keeps all of it
+    _, err = cli.run({ "run", spec, "x", "--trust" }, "LASH_LOG=debug")
+    os.remove(spec)
+    assert.matches("lash/agent.lua", err, 1, true)
   end)
 
   it("reports a spec that does not load", function()
@@ -338,5 +346,18 @@ describe("lash run --describe", function()
     local d = json.decode(out)
     assert.matches("capabilities[2] (LocalSandbox) defines tools that capabilities[1] (Sandbox)", d.conflicts[1], 1, true)
     assert.matches("lash run: cannot run the spec: tool names conflict", err, 1, true)
+  end)
+end)
+
+describe("--help after a subcommand", function()
+  it("is the command's help, not an unknown option", function()
+    for _, args in ipairs { { "mcp", "serve", "--help" }, { "sandbox", "create", "-h" }, { "config", "show", "--help" } } do
+      local out, err, code = cli.run(args)
+      assert.equal(0, code, table.concat(args, " ") .. ": " .. err)
+      assert.matches("^usage: lash " .. args[1], out)
+    end
+    -- after --, it belongs to the command being run
+    local _, err = cli.run { "sandbox", "exec", "lb-x", "--", "ls", "--help" }
+    assert.is_nil(err:find("usage:", 1, true))
   end)
 end)

@@ -209,6 +209,16 @@ describe("Lua specs", function()
     assert.is_nil(err:find("%.lua:%d+:"), err)
   end)
 
+  it("name the lash function a misspelt one meant", function()
+    local err, path = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = "
+      .. "lash.script_modle { 'hi' } }\n")
+    assert.equal(path .. ":2: attempt to call a nil value (field 'script_modle'): lash has no script_modle; did you "
+      .. "mean lash.script_model?", err)
+    err = load_fails("lua", "local lash = require 'lash'\nreturn lash.agent { model = lash.script_modle { 'hi' } }\n",
+                     { trust = true })
+    assert.matches("did you mean lash.script_model?", err, 1, true)
+  end)
+
   it("refuse one tool, toolset or capability where a list belongs", function()
     local err = load_fails("lua", "local lash = require 'lash'\nlocal shout = lash.tool { name = 'shout', "
       .. "handler = function() return 'x' end }\nreturn lash.agent { model = 'test', tools = shout }\n")

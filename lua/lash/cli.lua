@@ -338,7 +338,14 @@ function cli.main(argv, host)
     return cli.EXIT.usage
   end
   table.remove(args, 1)
-  if args[1] == "--help" or args[1] == "-h" then
+  -- --help anywhere before `--` (lash mcp serve --help, lash sandbox create
+  -- --help) is the command's help
+  local asks_help = false
+  for _, a in ipairs(args) do
+    if a == "--" then break end
+    if a == "--help" or a == "-h" then asks_help = true break end
+  end
+  if asks_help then
     cli.out(cmd.usage or cmd.summary or "", "\n\n", cli.exit_codes_text(), "\n")
     return 0
   end

@@ -189,7 +189,17 @@ function M.parse(text, path)
   end
   local env = {}
   local chunk, err = load(text, "=" .. path, "t", env)
-  if not chunk then return nil, tostring(err) end
+  if not chunk then
+    -- a YAML or JSON file (or YAML-looking lines) where Lua data belongs
+    local ext = path:match("%.(%a+)$")
+    local yamlish = text:match("^%s*[%w_]+:%s") or text:match("\n%s*[%w_]+:%s")
+    if ext == "yaml" or ext == "yml" or ext == "json" or yamlish then
+      return nil, path .. ": the config file is Lua data, not YAML or JSON: write settings as `model = "
+        .. "\"anthropic:claude-sonnet-4-6\"` and `sandbox = { backend = \"local\" }` (Lua's own error: "
+        .. tostring(err):gsub("^" .. path:gsub("%p", "%%%0") .. ":", "line ") .. ")"
+    end
+    return nil, tostring(err)
+  end
   local data, ret = run_data(chunk, path, env)
   if not data then return nil, ret end
   if ret ~= nil then

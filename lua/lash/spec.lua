@@ -508,12 +508,40 @@ end
 ---------------------------------------------------------------------------
 -- Lua specs
 
+-- Edit distance, for "did you mean": small strings only.
+local function distance(a, b)
+  local prev = {}
+  for j = 0, #b do prev[j] = j end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    for j = 1, #b do
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a:byte(i) == b:byte(j) and 0 or 1))
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+
+-- "attempt to call a nil value (field 'script_modle')": a misspelt lash
+-- function reads as a bare Lua error; name the one that was meant.
+local function api_hint(msg)
+  local name = msg:match("attempt to call a nil value %(field '([%w_]+)'%)")
+  if not name or msg:find("; did you mean lash.", 1, true) then return msg end
+  local best, bd
+  for k in pairs(require("lash.spec_env").API) do
+    local d = distance(name, k)
+    if d <= 2 and (not bd or d < bd) then best, bd = k, d end
+  end
+  if not best then return msg end
+  return msg .. ": lash has no " .. name .. "; did you mean lash." .. best .. "?"
+end
+
 local function describe_error(e)
   if type(e) == "table" then
-    if e.message then return tostring(e.message) end
+    if e.message then return api_hint(tostring(e.message)) end
     return tostring(e)
   end
-  return tostring(e)
+  return api_hint(tostring(e))
 end
 
 local function format_size(n)

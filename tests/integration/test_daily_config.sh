@@ -32,6 +32,10 @@ same "config show without a file succeeds" "$rc" "0"
 contains "it says the file is not there" "$out" "config file: $CFG (not found: using defaults)"
 contains "the OpenAI base URL is the default" "$out" "providers.openai.base_url     https://api.openai.com/v1  (default)"
 same "config path follows XDG_CONFIG_HOME" "$("$LASH" config path)" "$CFG"
+same "lash config alone shows the settings" "$("$LASH" config 2>&1; echo "rc=$?")" "$("$LASH" config show 2>&1; echo "rc=$?")"
+printf 'model: test\nsandbox:\n  backend: local\n' > "$T/config.yaml"
+out=$(LASH_CONFIG=$T/config.yaml "$LASH" config show 2>&1)
+contains "a YAML config file is told the format" "$out" "$T/config.yaml: the config file is Lua data, not YAML or JSON: write settings as \`model = \"anthropic:claude-sonnet-4-6\"\`"
 same "LASH_CONFIG names another file" "$(LASH_CONFIG=/x/y.lua "$LASH" config path)" "/x/y.lua"
 
 # -- a config file, with each source
@@ -152,15 +156,15 @@ contains "lists the offline providers" "$out" "test
 out=$(OPENAI_BASE_URL=$O ANTHROPIC_BASE_URL=$A ANTHROPIC_API_KEY=sk-ant "$LASH" models 2>&1); rc=$?
 same "models against both servers succeeds" "$rc" "0"
 contains "Anthropic's models, every page" "$out" "anthropic  $A
-  claude-sonnet-4-6  Claude Sonnet 4.6
-  claude-opus-4-1  Claude Opus 4.1
-  claude-haiku-4-5  Claude Haiku 4.5"
+  anthropic:claude-sonnet-4-6  Claude Sonnet 4.6
+  anthropic:claude-opus-4-1  Claude Opus 4.1
+  anthropic:claude-haiku-4-5  Claude Haiku 4.5"
 contains "an OpenAI-compatible server's models, no key needed" "$out" "openai  $O
-  gpt-4.1  openai
-  gpt-4.1-mini  openai
-  llama3.2  library"
+  openai:gpt-4.1  openai
+  openai:gpt-4.1-mini  openai
+  openai:llama3.2  library"
 out=$(OPENAI_BASE_URL=$O "$LASH" models openai --json)
-same "--json" "$out" '{"providers":[{"base_url":"'"$O"'","models":[{"id":"gpt-4.1","name":"openai"},{"id":"gpt-4.1-mini","name":"openai"},{"id":"llama3.2","name":"library"}],"name":"openai"}]}'
+same "--json" "$out" '{"providers":[{"base_url":"'"$O"'","models":[{"id":"gpt-4.1","model":"openai:gpt-4.1","name":"openai"},{"id":"gpt-4.1-mini","model":"openai:gpt-4.1-mini","name":"openai"},{"id":"llama3.2","model":"openai:llama3.2","name":"library"}],"name":"openai"}]}'
 K=http://127.0.0.1:$(cat "$T/oaikey.port")/v1
 printf 'providers = { openai = { base_url = "%s", api_key_env = "MY_OAI_KEY" } }\n' "$K" > "$CFG"
 out=$(MY_OAI_KEY=sk-oai "$LASH" models openai 2>&1); rc=$?

@@ -4,11 +4,11 @@
 -- @module lash.commands.config
 local M = {
   summary = "show the effective settings and where each comes from",
-  usage = [[usage: lash config show [--model M] [--backend B] [--json]
+  usage = [[usage: lash config [show] [--model M] [--backend B] [--json]
        lash config path
        lash config check [FILE]
 
-show    every setting with its value and source: cli, env VAR, config,
+show    (the default) every setting with its value and source: cli, env VAR, config,
         default. --model/--backend show what `lash run` would use with
         them. API keys show as "set (N characters, not shown)".
 path    print the config file's path ($LASH_CONFIG, else
@@ -62,6 +62,11 @@ end
 function M.main(args, cli)
   local sub = table.remove(args, 1)
   local config = require "lash.config"
+  -- `lash config` alone (or with show's options) shows the settings
+  if sub == nil or sub:sub(1, 2) == "--" then
+    if sub then table.insert(args, 1, sub) end
+    sub = "show"
+  end
   if sub == "show" then return show(args, cli) end
   if sub == "path" then
     if #args > 0 then cli.usage_error("path takes no arguments") end
@@ -78,7 +83,6 @@ function M.main(args, cli)
     cli.out(where, found == false and ": not found (the defaults apply)\n" or ": ok\n")
     return 0
   end
-  if sub == nil then cli.usage_error("missing the subcommand (show, path or check)") end
   cli.usage_error("unknown subcommand '" .. sub .. "' (known: show, path, check)")
 end
 

@@ -17,7 +17,10 @@ api.openai.com (local servers need no key). Exit 1 when a server was asked
 and failed.
 
 options:
-  --json        one JSON object: {providers: [{name, base_url, models, error}]}
+  --json        one JSON object: {providers: [{name, base_url, models, error}]},
+                each model {id, name, model}: model is what --model takes
+
+Each model is listed as --model takes it: provider:id (anthropic:claude-...).
   --timeout S   seconds to wait for each server (default 30)]],
 }
 
@@ -112,6 +115,13 @@ local function plan(name)
   return entry
 end
 
+-- What --model takes for a model of a provider ("anthropic:claude-x"; the
+-- offline test model is plain "test").
+local function model_string(provider, id)
+  if provider == "test" then return id end
+  return provider .. ":" .. id
+end
+
 local function print_text(entries, cli)
   for _, e in ipairs(entries) do
     cli.out(e.name, e.base_url and ("  " .. e.base_url) or "", "\n")
@@ -120,7 +130,7 @@ local function print_text(entries, cli)
     if e.models then
       if #e.models == 0 and e.fetch then cli.out("  (the server lists no models)\n") end
       for _, m in ipairs(e.models) do
-        cli.out("  ", m.id, m.name and ("  " .. m.name) or "", "\n")
+        cli.out("  ", model_string(e.name, m.id), m.name and ("  " .. m.name) or "", "\n")
       end
     end
   end
@@ -170,8 +180,11 @@ function M.main(args, cli)
     local json = require "lash.json"
     local out = {}
     for _, e in ipairs(entries) do
-      out[#out + 1] = { name = e.name, base_url = e.base_url, note = e.note, error = e.error,
-                        models = json.array(e.models or {}) }
+      local models = json.array()
+      for i, m in ipairs(e.models or {}) do
+        models[i] = { id = m.id, name = m.name, model = model_string(e.name, m.id) }
+      end
+      out[#out + 1] = { name = e.name, base_url = e.base_url, note = e.note, error = e.error, models = models }
     end
     cli.out(json.encode_canonical { providers = out }, "\n")
   else

@@ -256,6 +256,28 @@ function M.trace_exporter(config, cli)
   return require("lash.trace").from_config(traces, function(msg) cli.err(msg, "\n") end)
 end
 
+--- The frames of a tool's traceback that are the user's code: the message
+-- (said already) and lash's own frames (its Lua files, C, tail calls) are
+-- left out, so a failing handler shows where it failed and nothing else.
+-- LASH_LOG=debug keeps the whole traceback.
+-- @treturn string lines, each ending in a newline (maybe none)
+function M.user_frames(traceback, message)
+  traceback = tostring(traceback)
+  if os.getenv("LASH_LOG") == "debug" then return traceback .. "\n" end
+  local out = {}
+  for line in traceback:gmatch("[^\n]+") do
+    local frame = line:match("^%s+(.*)$")
+    -- lash's modules: lua/lash/... in a checkout, lash/... when built in
+    local lash_own = frame and (frame:find("/lua/lash/", 1, true) or frame:match("^lash/"))
+    if frame and not lash_own and not frame:match("^%[C%]")
+        and not frame:match("^%(%.%.%.tail calls%.%.%.%)") and not frame:find("^%[string \"lash") then
+      out[#out + 1] = line .. "\n"
+    end
+  end
+  if #out == 0 then return "" end
+  return "stack traceback (your code):\n" .. table.concat(out)
+end
+
 --- --describe: what the agent runs with, as text on a terminal and JSON
 -- otherwise (or with --json); tools that conflict fail it (exit 6).
 function M.describe(agent, spec_path, o, config, cli, render)
@@ -409,7 +431,7 @@ function M.main(args, cli)
     local out = cli.outcome(e)
     if type(e) == "table" and e.kind then
       local msg = "lash run: " .. tostring(e.kind) .. ": " .. tostring(e.message) .. "\n"
-      if e.traceback and e.kind == "tool" then msg = msg .. tostring(e.traceback) .. "\n" end
+      if e.traceback and e.kind == "tool" then msg = msg .. M.user_frames(e.traceback, e.message) end
       out.error_kind = tostring(e.kind)
       out.limit = type(e.limit) == "string" and e.limit or nil
       out.message = tostring(e.message)
