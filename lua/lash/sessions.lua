@@ -279,9 +279,14 @@ function Store:find(ref)
   return rows[1].id
 end
 
---- The id of the session touched last, or nil.
-function Store:latest()
-  local r = self:query("SELECT id FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT 1")[1]
+--- The id of the session touched last (of `spec` when given), or nil.
+function Store:latest(spec)
+  local r
+  if spec then
+    r = self:query("SELECT id FROM sessions WHERE spec = ? ORDER BY updated_at DESC, rowid DESC LIMIT 1", spec)[1]
+  else
+    r = self:query("SELECT id FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT 1")[1]
+  end
   return r and r.id
 end
 

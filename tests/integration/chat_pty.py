@@ -444,7 +444,20 @@ p = subprocess.run([LASH, "chat", "--trust", SPEC, "--no-save"], input="/save\n"
 check("--no-save: /save says the session is not recorded", "not recorded (--no-save" in p.stdout + p.stderr,
       p.stdout + p.stderr)
 p = subprocess.run([LASH, "chat"], input="", env=base_env(), capture_output=True, text=True, timeout=HANG)
-check("no spec: a usage error (2)", p.returncode == 2 and "missing the agent spec" in p.stderr, p.stderr)
+check("no spec and no model: says where a model comes from (6)",
+      p.returncode == 6 and "the built-in agent uses the configured model, and none is set: pass --model M"
+      in p.stderr, p.stderr)
+if SANDBOX:
+    p = subprocess.run([LASH, "chat", "--model", "test", "--no-save"], input="hello\n", env=base_env(),
+                       capture_output=True, text=True, timeout=HANG * 2)
+    check("no spec: the built-in agent (a coder in a sandbox) answers", p.returncode == 0
+          and "▸ write_file" in p.stdout and "Wrote 1 byte to 'a'." in p.stdout, p.stdout + p.stderr)
+else:
+    skip("no spec: the built-in agent (a coder in a sandbox) answers", "no bubblewrap jail here")
+p = subprocess.run([LASH, "chat", "hello", "there"], input="", env=base_env(), capture_output=True, text=True,
+                   timeout=HANG)
+check("a prompt on the command line: chat takes a spec or nothing (2)", p.returncode == 2
+      and "the first argument is a spec file" in p.stderr, p.stderr)
 
 # ---- under tmux, with each terminal type it may give -----------------------
 def under_tmux(tmux, term):

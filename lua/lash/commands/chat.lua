@@ -20,10 +20,11 @@ local runtime = require "lash.runtime"
 local M = {
   signals = true,      -- SIGTERM/SIGHUP stop lash as for `lash run`; SIGINT is the session's
   summary = "talk with an agent spec in an interactive session",
-  usage = [[usage: lash chat SPEC [options]
+  usage = [[usage: lash chat [SPEC] [options]
 
 An interactive session with the agent in SPEC (a .lua, .yaml or .json
-spec, as for `lash run`). Each line is a turn of one conversation: the
+spec, as for `lash run`), or without SPEC with the built-in agent (a
+coder in a sandbox, with the configured model). Each line is a turn of one conversation: the
 model's text streams as it arrives, tool calls show as `lash run` shows
 them, and a tool call that needs approval is asked about inline
 (y: allow, n: deny, e: edit its arguments as JSON, then allow).
@@ -54,7 +55,8 @@ options:
   --trust          load a Lua spec with the full standard library
   --backend B      the sandbox backend (local, modal) instead of the spec's
   --no-history     do not read or write the input history file
-  --continue, -c   continue the most recent saved session
+  --continue, -c   continue the most recent saved session of this spec
+                   (of the built-in agent: in this directory)
   --resume ID      continue saved session ID (or a unique prefix of it)
   --no-save        do not record this session (also LASH_NO_SAVE=1)
 
@@ -509,8 +511,12 @@ function M.open_sessions(s, o)
   end
   s.store, s.saving = store, true
   if not (o.continue or o.resume) then return nil end
-  local ref = o.resume or store:latest()
-  if not ref then return { kind = "usage", exit_code = 2, message = "no saved session to continue (lash sessions list shows them)" } end
+  -- --continue: the latest session of this spec (of the built-in agent: in this directory)
+  local ref = o.resume or store:latest(s.spec_abs)
+  if not ref then
+    return { kind = "usage", exit_code = 2, message = "no saved session of " .. (s.spec_path or "the built-in agent in "
+      .. "this directory") .. " to continue (lash sessions list shows every session; --resume ID continues any)" }
+  end
   local session, err = store:resume(ref)
   if not session then return { kind = "usage", exit_code = 2, message = err } end
   s.session = session
@@ -526,10 +532,12 @@ end
 
 function M.main(args, cli)
   local o = parse_args(args, cli)
-  local spec_path = o.positional[1]
-  if not spec_path then cli.usage_error("missing the agent spec (a .lua, .yaml or .json file)") end
-  if #o.positional > 1 then
-    cli.usage_error("too many arguments: lash chat takes the spec only (type the prompts in the session)")
+  local builtin = require "lash.cli.default_agent"
+  local spec_path, rest, aerr = builtin.split(o.positional, "chat")
+  if aerr then cli.usage_error(aerr) end
+  if #rest > 0 or (not spec_path and #o.positional > 0) then
+    cli.usage_error("too many arguments: lash chat takes a spec or nothing (the built-in agent); type the "
+      .. "prompts in the session")
   end
   local host = cli.host
   local term = host and host.term
@@ -542,10 +550,18 @@ function M.main(args, cli)
   local _, cerr = config.get()
   if cerr then return { kind = "spec", message = cerr } end
   local backend, from = config.backend(o.backend)
-  local agent, err = require("lash.spec").load(spec_path, { trust = o.trust,
-                                                backend = from == "cli" and backend or nil })
+  local agent, err
+  if spec_path then
+    agent, err = require("lash.spec").load(spec_path, { trust = o.trust, backend = from == "cli" and backend or nil })
+  else
+    agent = builtin.agent()
+    if from == "cli" then agent, err = require("lash.cli.agents").with_backend(agent, backend) end
+  end
   if agent and backend and from ~= "cli" then agent, err = require("lash.cli.agents").default_backend(agent, backend) end
-  if not agent then return { kind = "spec", message = "cannot load the spec: " .. tostring(err) } end
+  if not agent then
+    return { kind = "spec",
+             message = (spec_path and "cannot load the spec: " or "the built-in agent: ") .. tostring(err) }
+  end
   local deps
   if o.deps then
     local d, derr = json.try_decode(o.deps)
@@ -553,6 +569,9 @@ function M.main(args, cli)
     deps = d
   end
   local defaults = config.run_defaults(agent, o)
+  if defaults.model == nil and agent.model == nil then
+    return { kind = "spec", message = builtin.no_model(spec_path) }
+  end
   local tty_out = render.is_tty(1)
   local color = render.use_color(tty_out)
   local s = setmetatable({
@@ -569,7 +588,8 @@ function M.main(args, cli)
   }, Session)
   s.conversation = require("lash.cli.agents").conversation(agent)
   s.spec_path = spec_path
-  s.spec_abs = spec_path:sub(1, 1) == "/" and spec_path or ((os.getenv("PWD") or ".") .. "/" .. spec_path)
+  s.spec_abs = not spec_path and builtin.session_spec()
+    or spec_path:sub(1, 1) == "/" and spec_path or ((os.getenv("PWD") or ".") .. "/" .. spec_path)
   local serr = M.open_sessions(s, o)
   if serr then return serr end
   s.exporter = require("lash.commands.run").trace_exporter(config, cli)
@@ -589,8 +609,8 @@ function M.main(args, cli)
   if s.exporter then s.exporter:shutdown() end
   if s.store then
     if s.session and s.interactive and ok then
-      s:say("dim", "saved as session " .. s.session.id .. " (lash chat " .. spec_path .. " --resume "
-        .. s.session.id .. " continues it)")
+      s:say("dim", "saved as session " .. s.session.id .. " (lash chat " .. (spec_path and (spec_path .. " ") or "")
+        .. "--resume " .. s.session.id .. " continues it)")
     end
     s.store:close()
   end
