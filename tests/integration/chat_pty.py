@@ -374,11 +374,19 @@ check("... private (0600)", os.path.exists(hist) and stat.S_IMODE(os.stat(hist).
 c = Chat(base_env(NO_COLOR="1"), ["--continue"])
 m = c.expect_re(r"session ([0-9a-f]{12}) \((\d+) messages\)")
 check("--continue goes on with the last session", m is not None and m.group(1).decode() == sid, c.recent())
+check("... with the model it last used (the /model switch)", b"chatty \xc2\xb7 openai:gpt-4.1 \xc2\xb7 session"
+      in c.out, c.recent())
+check("... showing its last turns", c.expect("> hi") and c.expect("Hello there, how may I assist you today?"),
+      c.recent())
+
 c.prompt()
 c.send("\x1b[A")
 check("a new session recalls the last session's last line", c.expect("hi"), c.recent())
 c.send("\x01\x0b/tools\r")
 check("a line typed after recalling one", c.expect("echo a word back"), c.recent())
+c.line("/model default")
+check("/model default goes back to the spec's model", c.expect("model: function:scripted (from the next turn)"),
+      c.recent())
 c.line("count")
 n_before = int(m.group(2)) if m else -1
 check("... with its conversation", c.expect(f"you said: count (history {n_before + 1})"), c.recent())

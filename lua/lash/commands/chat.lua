@@ -33,6 +33,8 @@ commands (at the prompt):
   /help            these commands
   /reset           forget the conversation (start a new one)
   /model [M]       show the model, or use M from the next turn on
+                   (a continued session keeps the one it last used;
+                   /model default goes back to the spec's)
   /tools           list the tools the agent offers
   /save [TITLE]    say which saved session holds the conversation (every
                    turn is recorded in the sessions database); TITLE names
@@ -77,6 +79,7 @@ local HELP = [[
 /help            these commands
 /reset           forget the conversation
 /model [M]       show the model, or switch to M for the next turns
+                 (/model default: back to the spec's or the configured one)
 /tools           list the agent's tools
 /save [TITLE]    say which saved session this is (every turn is recorded); TITLE names it
 /export FILE     write the conversation to FILE (JSON)
@@ -349,6 +352,38 @@ function Session:turn(prompt)
   return nil
 end
 
+-- The last turns of a continued conversation, as the session showed them:
+-- the prompts, the model's text, its tool calls (results left out).
+function Session:replay(turns)
+  local one_line = require("lash.cli.printer").one_line
+  local json = require "lash.json"
+  local h = self.history
+  local from = 1
+  local seen = 0
+  for i = #h, 1, -1 do
+    local m = h[i]
+    if m.role == "user" then
+      for _, p in ipairs(m.parts or {}) do
+        if p.type == "text" then seen = seen + 1 break end
+      end
+      if seen == turns then from = i break end
+    end
+  end
+  if from > 1 then self:say("dim", "(" .. (from - 1) .. " earlier messages not shown)") end
+  for i = from, #h do
+    local m = h[i]
+    for _, p in ipairs(m.parts or {}) do
+      if m.role == "user" and p.type == "text" then
+        self:say("dim", "> " .. one_line(p.text, 96))
+      elseif m.role == "assistant" and p.type == "text" and p.text:match("%S") then
+        self.out(p.text:gsub("%s+$", "") .. "\n")
+      elseif p.type == "tool_call" then
+        self:say("cyan", "▸ " .. p.name .. " " .. one_line(json.try_encode(p.args) or "", 80))
+      end
+    end
+  end
+end
+
 -- The tools the agent offers, without starting a run: its toolsets and
 -- capabilities listed for a context like a run's. A toolset that can only
 -- list its tools once open (an MCP server) says so.
@@ -420,6 +455,9 @@ function Session:command(line)
   elseif name == "model" then
     if rest == "" then
       self.out("model: " .. self:model_label() .. "\n")
+    elseif rest == "default" then
+      self.model = self.default_model
+      self.out("model: " .. self:model_label() .. " (from the next turn)\n")
     else
       local ok, err = pcall(require("lash.models").resolve, rest)
       if not ok then
@@ -521,6 +559,13 @@ function M.open_sessions(s, o)
   if not session then return { kind = "usage", exit_code = 2, message = err } end
   s.session = session
   s.history = require("lash.json").copy(session.history)
+  -- the model the conversation last used (a /model switch), unless the
+  -- command line names one; a Lua function model has no name to restore
+  local last = session.meta and session.meta.model
+  if not o.model and type(last) == "string" and last ~= s:model_label()
+      and (last:match("^[%w_%-]+:.") or last == "test") and not last:match("^function:") then
+    s.model = last
+  end
   local dangling = sessions.dangling_calls(s.history)
   if #dangling > 0 then
     -- the calls that never returned are answered before the next prompt
@@ -586,6 +631,7 @@ function M.main(args, cli)
       return "\27[" .. codes[style] .. "m" .. str .. "\27[0m"
     end,
   }, Session)
+  s.default_model = s.model
   s.conversation = require("lash.cli.agents").conversation(agent)
   s.spec_path = spec_path
   s.spec_abs = not spec_path and builtin.session_spec()
@@ -602,6 +648,7 @@ function M.main(args, cli)
     s:say("dim", "● " .. tostring(agent.name) .. " · " .. s:model_label()
       .. (s.session and (" · session " .. s.session.id .. " (" .. #s.history .. " messages)") or "")
       .. " · /help for commands, Ctrl-D to exit")
+    if s.session and #s.history > 0 then s:replay(3) end
   end
   local ok, res = pcall(s.loop, s)
   s.conversation:close()
