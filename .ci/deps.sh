@@ -60,16 +60,25 @@ if [ "${CI:-}" = true ]; then export INITRD=No; fi
 # Node for the MCP interop tests: Debian's, unless a node/npm is already
 # on PATH (from another source: keep it)
 if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
-# The MCP tests' npm packages (reference servers, the official SDK, the
-# conformance suite, a Node 22), pinned by tests/mcp/package-lock.json, into
-# tests/mcp/node_modules: never globally.
+# The MCP and ACP tests' npm packages (reference servers, the official
+# SDKs, the conformance suite, acpx, the Claude Code and Codex ACP adapters,
+# a Node 22), pinned by tests/{mcp,acp}/package-lock.json, into each
+# directory's node_modules: never globally.
 npm_deps() {
-  local dir
-  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/mcp"
-  if [ -x "$dir/node_modules/.bin/mcp-server-everything" ]; then return 0; fi
-  if ! command -v npm >/dev/null 2>&1; then echo "deps: npm missing; the MCP tests will skip"; return 0; fi
-  echo "deps: npm ci in tests/mcp"
-  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || echo "deps: npm ci failed; the MCP tests will try again"
+  local root dir
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  if ! command -v npm >/dev/null 2>&1; then echo "deps: npm missing; the MCP and ACP tests will skip"; return 0; fi
+  for dir in "$root/tests/mcp" "$root/tests/acp"; do
+    if [ -f "$dir/node_modules/.package-lock.json" ] && cmp -s "$dir/package-lock.json" "$dir/node_modules/.lash-lock"; then
+      continue
+    fi
+    echo "deps: npm ci in ${dir#"$root"/}"
+    if (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error); then
+      cp "$dir/package-lock.json" "$dir/node_modules/.lash-lock"
+    else
+      echo "deps: npm ci in ${dir#"$root"/} failed; its tests will try again"
+    fi
+  done
 }
 # The sandbox tools' peers (Codex's binary, whose apply_patch lash's is
 # compared with), pinned by tests/peers/package-lock.json.

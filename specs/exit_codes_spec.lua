@@ -153,7 +153,7 @@ describe("one mapping from a kind to its exit code", function()
   -- the table it must land on; a new kind fails here until it is placed
   local EXPECTED = {
     ok = 0,
-    error = 1, tool = 1, sandbox = 1, mcp = 1, io = 1, spawn = 1, deadlock = 1, decode = 1,
+    error = 1, tool = 1, sandbox = 1, mcp = 1, acp = 1, io = 1, spawn = 1, deadlock = 1, decode = 1,
     memory = 1, closed = 1, proc = 1, json = 1, cancelled = 1, exit = 1, not_found = 1, store = 1,
     usage = 2,
     unavailable = 3,
@@ -200,7 +200,9 @@ describe("one mapping from a kind to its exit code", function()
                          thinking = true, redacted_thinking = true, tool_call = true,
                          tool_result = true, user = true, model_request = true,
                          -- saved sessions' own kinds (what a session records)
-                         chat = true, run = true }
+                         chat = true, run = true,
+                         -- ACP permission options (lash.acp.server)
+                         allow_once = true, allow_always = true, reject_once = true }
     local unplaced = {}
     for k, where in pairs(found) do
       if not NOT_ERRORS[k] and EXPECTED[k] == nil then unplaced[#unplaced + 1] = k .. " (" .. where .. ")" end

@@ -131,6 +131,9 @@ local RUN_OPTS = {
   capabilities = "table",  -- more capabilities for this run only, after the agent's own
   sandbox_for = "function",  -- a sub-agent's sandbox capability, pointed at its parent's (lash.subagent)
   guardrails = "table",  -- more guardrails for this run, after the agent's and capabilities'
+  -- which calls need approval in this run: fn(ctx, call, tool_says) -> boolean, where tool_says is
+  -- the tool's own requires_approval (lash acp's modes: ask before changes, or run freely)
+  needs_approval = "function",
 }
 
 -- A value as a message shows it: strings quoted (so "5" is not read as 5).
@@ -392,6 +395,7 @@ local function new_run(agent, prompt, opts)
     messages = messages, usage = usage, limits = limits, model_spec = model_spec,
     on_event = opts.on_event or (parent and parent.on_event), on_message = opts.on_message,
     approve = opts.approve or agent.approve or (parent and parent.approve),
+    needs_approval = opts.needs_approval or (parent and parent.needs_approval),
     approvals = opts.approvals or {}, stream = stream, retries = {}, opened = {},
     settings = merged(agent.model_settings, opts.model_settings),
     prompt_parts = prompt_parts, output_schema = opts.output or agent.output, output_retries = 0,
@@ -746,6 +750,11 @@ local function prepare_one(run, p)
         item.status, item.content = "denied", message
       else
         item.needs_approval = t:needs_approval(call_ctx(run, item), args)
+        local policy = run.needs_approval
+        if policy then
+          item.needs_approval = policy(call_ctx(run, item), { id = p.id, name = p.name, args = args },
+                                       item.needs_approval) and true or false
+        end
         asks = item.needs_approval and run.approvals[p.id] == nil
       end
     end

@@ -21,7 +21,7 @@ local runtime = require "lash.runtime"
 
 local cli = {}
 
-local COMMANDS = { "chat", "config", "eval", "mcp", "models", "run", "sandbox", "sessions" }
+local COMMANDS = { "acp", "chat", "config", "eval", "mcp", "models", "run", "sandbox", "sessions" }
 
 --- The exit codes, one table for every command. New outcomes get a row
 -- here (and in `EXIT_ROWS`), never a private number in a command.

@@ -47,6 +47,11 @@ local M = {
   cli = {
     shutdown_timeout = 10,     -- seconds the cleanup may take after a signal
   },
+  acp = {                      -- lash acp (lash.acp.server)
+    mode = "ask",              -- ask before calls that may change something
+    permission_timeout = 300,  -- seconds a permission request waits for the editor; then denied
+    max_prompt_bytes = 8 * 1024 * 1024,  -- of one session/prompt's text and data
+  },
 }
 
 --- A deep copy of the table (for showing or changing).

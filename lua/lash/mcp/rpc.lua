@@ -1,6 +1,8 @@
---- JSON-RPC 2.0 peers for MCP: requests with ids matched to responses,
--- notifications, and the other side's requests answered by handlers. Both
--- the MCP client and `lash mcp serve` sit on one of these.
+--- JSON-RPC 2.0 peers for MCP and ACP: requests with ids matched to
+-- responses, notifications, and the other side's requests answered by
+-- handlers. The MCP client, `lash mcp serve`, `lash acp` and lash's ACP
+-- client sit on one of these; `opts.protocol` names the protocol's words
+-- (the error kind, who the peer is, how a request is cancelled).
 --
 -- A transport is duck-typed:
 --
@@ -27,6 +29,11 @@ M.INVALID_REQUEST = -32600
 M.METHOD_NOT_FOUND = -32601
 M.INVALID_PARAMS = -32602
 M.INTERNAL_ERROR = -32603
+
+--- The metatable of what a transport's receive returns for a message
+-- that is not JSON (`{message = why}`), when it reports them: the peer
+-- answers it with a Parse error.
+M.NOT_JSON = {}
 
 --- An error a request handler raises to answer with a JSON-RPC error.
 function M.error(code, message, data)
@@ -75,35 +82,51 @@ end
 local Peer = {}
 Peer.__index = Peer
 
+--- The protocols a peer speaks: the kind of the errors it raises, what
+-- its messages call the other side and the connection, and the
+-- notification that cancels a request (`notifications/cancelled` in MCP,
+-- `$/cancel_request` in ACP).
+M.MCP = { kind = "mcp", peer = "MCP server", connection = "MCP connection",
+          cancel = function(id, reason) return "notifications/cancelled", { requestId = id, reason = reason } end }
+M.ACP = { kind = "acp", peer = "ACP peer", connection = "ACP connection", batches = false,
+          cancel = function(id) return "$/cancel_request", { requestId = id } end }
+
 --- A peer over `transport`.
 -- @tparam table opts `name` (for messages), `on_request(method, params,
 --   msg)` (returns the result or raises `rpc.error(...)`),
---   `on_notification(method, params)`, `on_close(reason)`
+--   `on_notification(method, params)`, `on_close(reason)`, `protocol`
+--   (`rpc.MCP`, the default, or `rpc.ACP`; its `peer` may be overridden,
+--   e.g. "ACP client")
 function M.new(transport, opts)
   return setmetatable({
     transport = transport, name = opts.name or "mcp", on_request = opts.on_request,
-    on_notification = opts.on_notification, on_close = opts.on_close,
+    on_notification = opts.on_notification, on_close = opts.on_close, proto = opts.protocol or M.MCP,
     pending = {}, next_id = 0, closed = false, handlers = {},
   }, Peer)
 end
 
 local function peer_gone(self)
   local why = self.transport.describe_exit and self.transport:describe_exit()
-  return runtime.error("mcp", "MCP server '" .. self.name .. "' closed the connection"
+  return runtime.error(self.proto.kind, self.proto.peer .. " '" .. self.name .. "' closed the connection"
     .. (why and (": " .. why) or ""), { code = "closed" })
+end
+
+-- The prefix of this peer's log lines ("mcp NAME", "acp NAME").
+local function who(self)
+  return self.proto.kind .. " " .. self.name
 end
 
 local function settle(self, msg)
   local p = self.pending[msg.id]
   if not p then
-    runtime.log("debug", "mcp " .. self.name .. ": a response to unknown request id " .. tostring(msg.id))
+    runtime.log("debug", who(self) .. ": a response to unknown request id " .. tostring(msg.id))
     return
   end
   self.pending[msg.id] = nil
   if msg.error ~= nil then
     local e = type(msg.error) == "table" and msg.error or {}
     local text = type(e.message) == "string" and e.message or json.try_encode(msg.error) or "error"
-    p.future:fail(runtime.error("mcp", "MCP server '" .. self.name .. "' answered " .. p.method
+    p.future:fail(runtime.error(self.proto.kind, self.proto.peer .. " '" .. self.name .. "' answered " .. p.method
       .. " with error " .. tostring(e.code) .. ": " .. text, { code = e.code, data = e.data }))
   else
     p.future:set(msg.result)
@@ -137,7 +160,7 @@ local function handle_request(self, msg)
       -- cancelled by the other side: JSON-RPC wants no answer then
       return
     else
-      L.log("warn", "mcp " .. self.name .. ": handling " .. tostring(msg.method) .. " failed: " .. tostring(res))
+      L.log("warn", who(self) .. ": handling " .. tostring(msg.method) .. " failed: " .. tostring(res))
       reply_error(self, msg.id, M.INTERNAL_ERROR, "Internal error: " .. tostring(type(res) == "table"
         and res.message or res))
     end
@@ -147,11 +170,20 @@ end
 
 --- Handle one decoded message (or a batch, a JSON array of them).
 function Peer:dispatch(msg)
+  if getmetatable(msg) == M.NOT_JSON then
+    reply_error(self, json.null, M.PARSE_ERROR, "Parse error: " .. tostring(msg.message))
+    return
+  end
   if type(msg) ~= "table" then
     reply_error(self, json.null, M.INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
     return
   end
-  if msg[1] ~= nil then
+  if msg[1] ~= nil or json.is_array(msg) then
+    if self.proto.batches == false then
+      reply_error(self, json.null, M.INVALID_REQUEST, "Invalid Request: " .. self.proto.kind:upper()
+        .. " takes no JSON-RPC batches: send each message on its own line")
+      return
+    end
     for _, m in ipairs(msg) do self:dispatch(m) end
     return
   end
@@ -165,13 +197,13 @@ function Peer:dispatch(msg)
     elseif self.on_notification then
       local ok, err = pcall(self.on_notification, msg.method, msg.params)
       if not ok then
-        runtime.log("warn", "mcp " .. self.name .. ": notification " .. msg.method .. ": " .. tostring(err))
+        runtime.log("warn", who(self) .. ": notification " .. msg.method .. ": " .. tostring(err))
       end
     end
   elseif msg.id ~= nil then
     settle(self, msg)
   else
-    runtime.log("debug", "mcp " .. self.name .. ": ignoring a message that is neither request, notification "
+    runtime.log("debug", who(self) .. ": ignoring a message that is neither request, notification "
       .. "nor response")
   end
 end
@@ -245,7 +277,8 @@ function Peer:request(method, params, opts)
   opts = opts or {}
   if self.gone then error(self.gone, 0) end
   if self.closed then
-    error(L.error("mcp", "the MCP connection to '" .. self.name .. "' is closed", { code = "closed" }), 0)
+    error(L.error(self.proto.kind, "the " .. self.proto.connection .. " to '" .. self.name .. "' is closed",
+                  { code = "closed" }), 0)
   end
   self.next_id = self.next_id + 1
   local id = self.next_id
@@ -259,9 +292,8 @@ function Peer:request(method, params, opts)
       L.sleep(opts.timeout)
       if self.pending[id] then
         self.pending[id] = nil
-        pcall(self.notify, self, "notifications/cancelled",
-              { requestId = id, reason = "timed out after " .. opts.timeout .. "s" })
-        f:fail(L.error("timeout", "MCP server '" .. self.name .. "' did not answer " .. method .. " within "
+        pcall(self.notify, self, self.proto.cancel(id, "timed out after " .. opts.timeout .. "s"))
+        f:fail(L.error("timeout", self.proto.peer .. " '" .. self.name .. "' did not answer " .. method .. " within "
           .. opts.timeout .. "s", { retryable = true }))
       end
     end)
@@ -275,7 +307,7 @@ function Peer:request(method, params, opts)
   if L.is_error(res, "cancelled") and self.pending[id] then
     -- our caller was cancelled (a run, a tool timeout): tell the server
     self.pending[id] = nil
-    pcall(self.notify, self, "notifications/cancelled", { requestId = id, reason = "cancelled by the client" })
+    pcall(self.notify, self, self.proto.cancel(id, "cancelled by the client"))
   end
   self.pending[id] = nil
   error(res, 0)
@@ -286,8 +318,8 @@ end
 function Peer:close()
   if self.closed then return end
   self.closed = true
-  fail_all(self, runtime.error("mcp", "the MCP connection to '" .. self.name .. "' was closed",
-                              { code = "closed" }))
+  fail_all(self, runtime.error(self.proto.kind, "the " .. self.proto.connection .. " to '" .. self.name
+    .. "' was closed", { code = "closed" }))
   for t in pairs(self.handlers) do t:cancel() end
   self.handlers = {}
   if self.reader and self.reader ~= runtime.current() then self.reader:cancel() end

@@ -42,7 +42,8 @@ Proc.__index = Proc
 --   to the short inherited list), `cwd`, `name` (for logs), `sandbox` (a
 --   lash.sandbox object: the server runs inside it, through
 --   sandbox:spawn, with the sandbox's environment plus `env` and none of
---   lash's, `cwd` relative to its workdir)
+--   lash's, `cwd` relative to its workdir), `protocol` (lash.mcp.rpc's
+--   MCP, the default, or ACP: the words of errors and logs)
 function M.spawn(o)
   local argv = { o.command }
   for _, a in ipairs(o.args or {}) do argv[#argv + 1] = a end
@@ -55,8 +56,9 @@ function M.spawn(o)
     for k, v in pairs(o.env or {}) do env[k] = v end
     p = runtime.proc.spawn { argv = argv, env = env, cwd = o.cwd, stderr = "pipe" }
   end
+  local proto = o.protocol or { kind = "mcp", peer = "MCP server" }
   local self = setmetatable({ p = p, name = o.name or o.command, buf = "", lines = {}, stderr = {},
-                              closed = false }, Proc)
+                              closed = false, kind = proto.kind, peer = proto.peer }, Proc)
   self.err_task = runtime.spawn(function()
     local ebuf = ""
     while true do
@@ -66,7 +68,7 @@ function M.spawn(o)
       ls, ebuf = lines_of(ebuf, chunk)
       if #ebuf > 65536 then ebuf = ebuf:sub(-65536) end
       for _, l in ipairs(ls) do
-        runtime.log("info", "mcp " .. self.name .. ": " .. l)
+        runtime.log("info", self.kind .. " " .. self.name .. ": " .. l)
         local s = self.stderr
         s[#s + 1] = l
         if #s > STDERR_KEEP then table.remove(s, 1) end
@@ -77,10 +79,10 @@ function M.spawn(o)
 end
 
 function Proc:send(msg)
-  if self.closed then error(runtime.error("mcp", "the stdio transport is closed", { code = "closed" }), 0) end
+  if self.closed then error(runtime.error(self.kind, "the stdio transport is closed", { code = "closed" }), 0) end
   local ok, err = self.p:write(json.encode(msg) .. "\n")
   if not ok then
-    error(runtime.error("mcp", "cannot write to MCP server '" .. self.name .. "': " .. tostring(err)
+    error(runtime.error(self.kind, "cannot write to " .. self.peer .. " '" .. self.name .. "': " .. tostring(err)
       .. (self:describe_exit() and (" (" .. self:describe_exit() .. ")") or ""), { code = "closed" }), 0)
   end
 end
@@ -92,21 +94,22 @@ function Proc:receive()
       if line:match("%S") then
         local msg, err = json.try_decode(line)
         if msg ~= nil then return msg end
+        if self.not_json then return setmetatable({ message = tostring(err) }, self.not_json) end
         -- a server that prints to stdout breaks the protocol; say so, go on
-        runtime.log("warn", "mcp " .. self.name .. ": ignoring a line on stdout that is not JSON ("
+        runtime.log("warn", self.kind .. " " .. self.name .. ": ignoring a line on stdout that is not JSON ("
           .. tostring(err) .. "): " .. line:sub(1, 200))
       end
     else
       local chunk, rerr = self.p:read()
       if chunk == nil then
-        if rerr then runtime.log("warn", "mcp " .. self.name .. ": " .. tostring(rerr)) end
+        if rerr then runtime.log("warn", self.kind .. " " .. self.name .. ": " .. tostring(rerr)) end
         return nil
       end
       local ls
       ls, self.buf = lines_of(self.buf, chunk)
       for _, l in ipairs(ls) do self.lines[#self.lines + 1] = l end
       if #self.buf > MAX_LINE then
-        error(runtime.error("mcp", "MCP server '" .. self.name .. "' sent a line over "
+        error(runtime.error(self.kind, self.peer .. " '" .. self.name .. "' sent a line over "
           .. MAX_LINE .. " bytes"), 0)
       end
     end
@@ -164,11 +167,17 @@ local Self = {}
 Self.__index = Self
 
 --- A transport over this process's stdin and stdout.
-function M.stdio_self()
+-- @param[opt] protocol as for `spawn` (who is on the other end: "MCP
+--   host", "ACP client")
+function M.stdio_self(protocol)
   -- `cat` relays our stdin to a pipe the loop can wait on; we write
   -- stdout directly (blocking writes are fine: the host reads them).
   local p = runtime.proc.spawn { argv = { "cat" }, stderr = "inherit", stdin = "inherit" }
-  return setmetatable({ p = p, buf = "", lines = {}, closed = false, name = "stdin" }, Self)
+  local proto = protocol or { kind = "mcp", peer = "MCP host" }
+  -- a peer that sends what is not JSON is told so (JSON-RPC's Parse error)
+  -- where the protocol asks for it
+  return setmetatable({ p = p, buf = "", lines = {}, closed = false, name = "stdin", kind = proto.kind,
+                        peer = proto.peer, not_json = proto.not_json }, Self)
 end
 
 function Self:send(msg)

@@ -107,6 +107,33 @@ function M.from_bytes(bytes, media_type, name)
     .. "' (image/png, image/jpeg, image/gif, image/webp, application/pdf, text/plain)"
 end
 
+--- Make a part from base64 text (as ACP and MCP carry images and files),
+-- without decoding it: the media type must be given. Returns the part, or
+-- nil and a message.
+-- @tparam string b64 standard base64 (padded or not; no line breaks)
+-- @tparam string media_type
+-- @tparam[opt] string name
+function M.from_base64(b64, media_type, name)
+  name = name or "the data"
+  if type(b64) ~= "string" or b64 == "" or b64:find("[^%w+/=]") or b64:find("=[^=]") or #b64 % 4 == 1 then
+    return nil, name .. ": the data is not base64"
+  end
+  local pad = #(b64:match("=*$"))
+  if pad > 2 then return nil, name .. ": the data is not base64" end
+  local size = (#b64 - pad) * 3 // 4
+  if IMAGE_TYPES[media_type] then
+    local ok, err = check_size(name, "images", size, M.IMAGE_MAX)
+    if not ok then return nil, err end
+    return mark { type = "image", media_type = media_type, data = b64, name = name }
+  elseif media_type == "application/pdf" then
+    local ok, err = check_size(name, "PDF documents", size, M.PDF_MAX)
+    if not ok then return nil, err end
+    return mark { type = "document", media_type = media_type, data = b64, name = name }
+  end
+  return nil, name .. ": unsupported media type '" .. tostring(media_type)
+    .. "' for base64 data (image/png, image/jpeg, image/gif, image/webp, application/pdf)"
+end
+
 --- Make a part from a file. Returns the part, or nil and a message.
 function M.from_file(path, media_type)
   local f, err = io.open(path, "rb")
