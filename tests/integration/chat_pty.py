@@ -25,6 +25,7 @@ import subprocess
 import sys
 import termios
 import time
+import urllib.request
 
 LASH, T, SANDBOX, OPENAI_PORT = sys.argv[1:5]
 # the sandbox command, from the environment: in argv, pgrep -f would find us
@@ -218,9 +219,9 @@ c.line("hang")
 check("a model that streams and then hangs shows what it streamed", c.expect("Thinking"), c.recent())
 c.send("\x03")
 check("Ctrl-C cancels a turn while the model is answering", c.expect("turn cancelled"), c.recent())
-c.line("count")
-check("... the session goes on, the prompt kept in the conversation", c.expect("you said: count (history 4)"),
-      c.recent())
+c.line("roles")
+check("... the session goes on; the cancelled turn stays, what it streamed as its answer (no two user messages "
+      "in a row)", c.expect("roles: user,assistant,user,assistant,user; last said: Thinking"), c.recent())
 c.line("/reset")
 
 c.line("tool")
@@ -348,6 +349,44 @@ c.expect("model: openai:gpt-4.1")
 c.line("hi")
 check("the next turn uses the new model (a real OpenAI stream from the fake server)",
       c.expect("Hello there, how may I assist you today?"), c.recent())
+
+
+# Ctrl-C mid-stream, on the wire: the next request carries what the model
+# streamed as its answer, never two user messages in a row
+def fake(path, body=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{OPENAI_PORT}{path}",
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read() or b"null")
+
+
+def completion(text):
+    return {"id": "chatcmpl-x", "object": "chat.completion", "created": 1741569952, "model": "gpt-4.1",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
+
+
+fake("/_script", {"responses": [{"json": completion("Partly said"), "stall_after_events": 2, "stall_seconds": 30},
+                                {"json": completion("Second answer")}]})
+c.line("tell me")
+check("an OpenAI stream that stalls shows what it streamed", c.expect("Partly said"), c.recent())
+c.send("\x03")
+check("Ctrl-C cancels it", c.expect("turn cancelled"), c.recent())
+c.line("go on")
+check("the next turn is answered", c.expect("Second answer"), c.recent())
+try:
+    msgs = fake("/_requests")[-1]["body"]["messages"]
+except Exception as e:  # noqa: BLE001
+    msgs = [repr(e)]
+roles = [m.get("role") for m in msgs if isinstance(m, dict)]
+tail = [(m.get("role"), m.get("content")) for m in msgs[-3:] if isinstance(m, dict)]
+check("on the wire: the cancelled turn's streamed text is its answer, then the new prompt",
+      len(tail) == 3 and tail[0][0] == "user" and "tell me" in json.dumps(tail[0][1])
+      and tail[1] == ("assistant", "Partly said") and tail[2][0] == "user" and "go on" in json.dumps(tail[2][1]),
+      json.dumps(msgs[-4:]))
+check("... and no two user messages follow each other",
+      all(not (a == "user" and b == "user") for a, b in zip(roles, roles[1:])), roles)
 c.prompt()
 c.send("\x04")
 check("Ctrl-D exits 0", c.wait() == 0, f"status {c.status}\n" + c.recent())
@@ -381,7 +420,7 @@ check("... showing its last turns", c.expect("> hi") and c.expect("Hello there, 
 
 c.prompt()
 c.send("\x1b[A")
-check("a new session recalls the last session's last line", c.expect("hi"), c.recent())
+check("a new session recalls the last session's last line", c.expect("go on"), c.recent())
 c.send("\x01\x0b/tools\r")
 check("a line typed after recalling one", c.expect("echo a word back"), c.recent())
 c.line("/model default")

@@ -44,9 +44,12 @@ commands (at the prompt):
 
 keys: line editing and history (up/down arrows) from libedit (emacs
 bindings; ~/.editrc with `lash:` lines changes them). Ctrl-C cancels the
-running turn (its sandbox commands are killed; the conversation is as
-before the turn); at the prompt it clears the line, and a second Ctrl-C
-on an empty line ends the session, as Ctrl-D does.
+running turn: its sandbox commands are killed, and the turn stays in the
+conversation as the model left it (what it streamed so far is its answer,
+its unfinished tool calls are answered as interrupted), so the next prompt
+never follows an unanswered one; `lash run --continue` keeps a cut-short
+run the same way. At the prompt Ctrl-C clears the line, and a second
+Ctrl-C on an empty line ends the session (exit 130).
 
 options:
   --model M        use model M instead of the spec's
@@ -64,8 +67,7 @@ options:
 
 Every turn is recorded as it happens (spec, model, messages, usage,
 outcome) in the sessions database, as `lash run` records its runs; see
-`lash sessions`. A cancelled turn stays in the conversation, its
-unfinished tool calls answered as interrupted, so the model knows.
+`lash sessions`; a cancelled turn is recorded as cancelled.
 
 The input history is $XDG_STATE_HOME/lash/chat_history (default
 ~/.local/state/lash/chat_history), mode 0600. When standard input is not a
@@ -256,6 +258,9 @@ function Session:turn(prompt)
     on_event = function(ev)
       -- the session's header said who and what; each turn's own start is quiet
       if ev.type == "run_start" then printer.started = runtime.now() return end
+      -- what the model streams, kept for a turn cut short (Ctrl-C)
+      if ev.type == "text_delta" then self.streamed[#self.streamed + 1] = ev.text
+      elseif ev.type == "model_request" or ev.type == "usage" then self.streamed = {} end
       handle(ev)
     end,
   }
@@ -273,6 +278,7 @@ function Session:turn(prompt)
     opts.approve = function(_, call) return self:ask(call) end
   end
   self.cancelled = false
+  self.streamed = {}
   self.term.forget_interrupts()
   -- the conversation's sandbox: the same one every turn (a fresh one if it
   -- ended while the user was away)
@@ -327,6 +333,13 @@ function Session:turn(prompt)
       got[#got + 1] = closing
       if rec then self:record(rec, closing) end
     end
+    -- what it streamed stays as its (interrupted) answer, as lash run
+    -- --continue keeps it; the next prompt never follows a user message
+    local said = sessions.close_unanswered(got, table.concat(self.streamed))
+    if said then
+      got[#got + 1] = said
+      if rec then self:record(rec, said) end
+    end
   end
   if rec then
     self:close_run(rec, { status = cancelled and "cancelled" or "error",
@@ -339,7 +352,8 @@ function Session:turn(prompt)
     return { kind = "cancelled", exit_code = 1, message = "stopped" }
   end
   if cancelled then
-    self:say("yellow", "turn cancelled (the model will see that its unfinished tool calls were interrupted)")
+    self:say("yellow", "turn cancelled (it stays in the conversation: what the model said so far, its unfinished "
+      .. "tool calls answered as interrupted)")
     return nil
   end
   local o = self.cli.outcome(e)

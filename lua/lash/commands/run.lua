@@ -396,9 +396,11 @@ function M.main(args, cli)
     end
   end
   local on_message, finish, record_event = recorder(session, cli)
-  if partial then
-    -- the last turn was cut short while streaming: what it said is history
-    local said = sessions.partial_message(partial)
+  -- the last turn was cut short: what it streamed is its answer (or a note
+  -- that it said nothing), as lash chat keeps a cancelled turn
+  local said = partial and sessions.partial_message(partial)
+    or (history and #dangling == 0 and sessions.close_unanswered(history)) or nil
+  if said then
     history[#history + 1] = said
     on_message(said)
   end
