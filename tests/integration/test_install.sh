@@ -115,7 +115,7 @@ out=$(cd "$tmp" && env -u LASH_LUA_DIR "$P/bin/lash" eval \
 ok $? "liblash.so has no path into the source tree it was built from"
 
 # A host that links liblash.a statically adds libcurl and libsqlite3 (shared), libm and
-# libdl (lash.pc's Requires.private and Libs.private): no Lua, no libyaml.
+# libdl (lash.pc's Libs.private): no Lua, no libyaml.
 static_libs="$(pkg-config --libs libcurl sqlite3) -lm -ldl"
 g++ -std=c++17 -O1 -o "$tmp/cpphost-static" examples/cpp/host.cpp $(pkg-config --cflags lash) \
   "$P/lib/liblash.a" $static_libs >"$log" 2>&1
