@@ -233,7 +233,7 @@ function Call:permission(params)
   end
   local tc = type(params.toolCall) == "table" and params.toolCall or {}
   local call = { id = tostring(tc.toolCallId or "permission"), name = tostring(tc.title or tc.kind or "tool call"),
-                 args = type(tc.rawInput) == "table" and tc.rawInput or {}, kind = "acp_permission",
+                 args = type(tc.rawInput) == "table" and tc.rawInput or {},
                  agent = self.agent.name, tool_kind = tc.kind }
   self:emit { type = "approval_request", id = call.id, name = call.name, args = call.args }
   local decision
