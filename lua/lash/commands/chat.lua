@@ -254,7 +254,7 @@ function Session:turn(prompt)
   local handle = printer:handler()
   local opts = {
     history = self.history, model = self.model, model_settings = self.model_settings,
-    limits = self.limits, deps = self.deps, stream = self.stream,
+    limits = self.limits, deps = self.deps, stream = self.stream, toolsets = self.toolsets,
     on_event = function(ev)
       -- the session's header said who and what; each turn's own start is quiet
       if ev.type == "run_start" then printer.started = runtime.now() return end
@@ -646,6 +646,8 @@ function M.main(args, cli)
     end,
   }, Session)
   s.default_model = s.model
+  -- the config's MCP servers join every turn (after the spec's own toolsets)
+  s.toolsets = require("lash.cli.config_servers").toolsets()
   s.conversation = require("lash.cli.agents").conversation(agent)
   s.spec_path = spec_path
   s.spec_abs = not spec_path and builtin.session_spec()

@@ -368,6 +368,8 @@ function M.main(args, cli)
   end
   local defaults = config.run_defaults(agent, o)
   opts.model, opts.model_settings = defaults.model, defaults.model_settings
+  -- the config's MCP servers join the run (after the spec's own toolsets)
+  opts.toolsets = require("lash.cli.config_servers").toolsets()
   if opts.model == nil and agent.model == nil then
     return { kind = "spec", message = builtin.no_model(spec_path) }
   end
