@@ -83,7 +83,8 @@ end
 -- @return true, result | false, error
 function M.exec(ctx, sb, cmd, opts)
   local emit = ctx and ctx.emit
-  if type(emit) ~= "function" or ctx.tool_call_id == nil then
+  -- the sandbox core says whether an exec takes on_output (lash.sandbox.streams_output)
+  if type(emit) ~= "function" or ctx.tool_call_id == nil or not runtime.sandbox.streams_output then
     return pcall(sb.exec, sb, cmd, opts)
   end
   local r = M.reader(emit, { id = ctx.tool_call_id, name = ctx.tool_name })
