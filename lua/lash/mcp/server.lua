@@ -110,6 +110,24 @@ local function for_serve(text)
       .. "for longer work."))
 end
 
+-- A client that asked for progress (`_meta.progressToken`) gets a running
+-- command's output as it arrives: one notifications/progress per chunk,
+-- `progress` the bytes so far, `message` the text (the result is unchanged).
+local function progress_to(self, cctx, params)
+  local meta = params._meta
+  local token = type(meta) == "table" and meta.progressToken or nil
+  if not (type(token) == "string" or math.type(token) == "integer") then return end
+  local sent = 0
+  cctx.tool_call_id = "progress-" .. tostring(token)
+  cctx.emit = function(ev)
+    if ev.type ~= "tool_output_delta" then return end
+    local text = ev.text
+    if ev.dropped then text = string.format("[… %d bytes left out …]\n", ev.dropped) .. text end
+    sent = sent + #ev.text + (ev.dropped or 0)
+    self.peer:notify("notifications/progress", { progressToken = token, progress = sent, message = text })
+  end
+end
+
 function Session:call(params)
   -- the session outlives its sandbox: one that reached its lifetime is made
   -- again for this call, and the answer says so
@@ -145,6 +163,7 @@ function Session:call_tool(params)
   local args, err = tool.prepare_args(t, params.arguments)
   if not args then return text_result(err, true) end
   local cctx = setmetatable({ tool_name = t.name, retry = 0 }, { __index = self.ctx })
+  progress_to(self, cctx, params)
   local ok, status, content = pcall(tool.call, t, cctx, args)
   if not ok then
     if runtime.is_error(status, "cancelled") then error(status, 0) end
