@@ -88,6 +88,24 @@ local function text_result(text, is_error)
   return { content = json.array { { type = "text", text = text } }, isError = is_error or false }
 end
 
+-- A client that asked for progress (`_meta.progressToken`) gets a running
+-- command's output as it arrives: one notifications/progress per chunk,
+-- `progress` the bytes so far, `message` the text (the result is unchanged).
+local function progress_to(self, cctx, params)
+  local meta = params._meta
+  local token = type(meta) == "table" and meta.progressToken or nil
+  if not (type(token) == "string" or math.type(token) == "integer") then return end
+  local sent = 0
+  cctx.tool_call_id = "progress-" .. tostring(token)
+  cctx.emit = function(ev)
+    if ev.type ~= "tool_output_delta" then return end
+    local text = ev.text
+    if ev.dropped then text = string.format("[… %d bytes left out …]\n", ev.dropped) .. text end
+    sent = sent + #ev.text + (ev.dropped or 0)
+    self.peer:notify("notifications/progress", { progressToken = token, progress = sent, message = text })
+  end
+end
+
 function Session:call(params)
   if self.by_name[params.name] and not self.open then
     local ok, err = pcall(self.start_sandbox, self)
@@ -106,6 +124,7 @@ function Session:call(params)
   local args, err = tool.prepare_args(t, params.arguments)
   if not args then return text_result(err, true) end
   local cctx = setmetatable({ tool_name = t.name, retry = 0 }, { __index = self.ctx })
+  progress_to(self, cctx, params)
   local ok, status, content = pcall(tool.call, t, cctx, args)
   if not ok then
     if runtime.is_error(status, "cancelled") then error(status, 0) end
