@@ -151,6 +151,11 @@ end
 builtin.Sandbox = sandbox_type(nil, "backend")
 builtin.LocalSandbox = sandbox_type("local", "rootfs")
 builtin.ModalSandbox = sandbox_type("modal", "image")
+-- The editor's files and terminals under `lash acp` (lash.acp.editor_tools).
+builtin.EditorTools = function(arg)
+  if arg ~= nil and type(arg) ~= "table" then error("expected options (a mapping), got " .. type(arg), 0) end
+  return require("lash.acp.editor_tools").new(arg or {})
+end
 
 -- MCP servers, by pydantic-ai's names. A stdio server on the host is a
 -- host command: only a trusted spec (--trust, or a spec built in Lua by
