@@ -93,7 +93,7 @@ function sleepers() {
 
 async function main() {
   const state = { updates: [], permissions: [], answer: () => ({ outcome: { outcome: "cancelled" } }) };
-  const conn = start([spec]);
+  const conn = start([spec, "--context-window", "200000"]);
   let sessionId;
   await clientApp(state).connectWith(conn.stream, async (agent) => {
     const init = await agent.request(acp.methods.agent.initialize, {
@@ -127,6 +127,9 @@ async function main() {
       perm0 && perm0.toolCall.content && perm0.toolCall.content[0].type === "diff"
       && perm0.toolCall.content[0].newText === "hi from lash\n" && perm0.toolCall.content[0].path === "/workspace/hello.txt",
       perm0 && perm0.toolCall);
+    const usage = updatesOf(state, "usage_update");
+    check("usage_update after each model response: the context used, the window (--context-window)",
+      usage.length >= 2 && usage.every((u) => Number.isInteger(u.used) && u.size === 200000), usage);
     check("the model's text streams as agent_message_chunk", textOf(state).startsWith("Writing."), textOf(state));
     const calls = updatesOf(state, "tool_call");
     const ups = updatesOf(state, "tool_call_update");

@@ -50,13 +50,15 @@ Session.__index = Session
 --   each session), `store` (a lash.sessions store, or nil: sessions are
 --   not saved and cannot be loaded), `mode` ("ask" or "auto"), `models`
 --   (more model names a client may choose), `permission_timeout`,
---   `max_prompt_bytes`, `plan` (offer the update_plan tool, default true)
+--   `max_prompt_bytes`, `plan` (offer the update_plan tool, default true),
+--   `context_window` (tokens: each model response then sends usage_update)
 function M.new(transport, opts)
   local d = defaults.acp
   local self = setmetatable({
     agent = opts.agent, spec = opts.spec, store = opts.store, mode = opts.mode or d.mode,
     permission_timeout = opts.permission_timeout or d.permission_timeout,
     max_prompt_bytes = opts.max_prompt_bytes or d.max_prompt_bytes, plan = opts.plan ~= false,
+    context_window = opts.context_window,
     sessions = {}, initialized = false, client_caps = {},
   }, Server)
   if not MODE_IDS[self.mode] then error("lash acp: mode must be ask or auto, got " .. tostring(self.mode), 2) end
@@ -550,6 +552,13 @@ function Session:on_event(ev)
       u.content = protocol.text_content(tostring(ev.content or ""))
     end
     self:update(u)
+  elseif t == "usage" and self.server.context_window and type(ev.usage) == "table" then
+    -- what the last request put in the context: its input (cached or not) and its answer
+    local u, used = ev.usage, 0
+    for _, k in ipairs { "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens" } do
+      used = used + (math.tointeger(u[k]) or 0)
+    end
+    self:update { sessionUpdate = "usage_update", used = used, size = self.server.context_window }
   elseif t == "plan" then
     self:update { sessionUpdate = "plan", entries = protocol.plan_entries(ev.entries) }
   end
