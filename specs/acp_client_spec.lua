@@ -41,3 +41,31 @@ describe("lash.acp.agent", function()
     assert.equal("hi", err.messages[1].parts[1].text)
   end)
 end)
+
+describe("lash.acp.editor_tools", function()
+  it("gives the editor's file and command tools, and fails clearly outside lash acp", function()
+    local cap = lash.acp.editor_tools {}
+    assert.equal("EditorTools", cap.name)
+    local a = lash.agent { model = { "test", call_tools = { "read_file" } }, capabilities = { cap } }
+    local ok, err = pcall(a.run, a, "x")
+    assert.falsy(ok)
+    assert.truthy(tostring(err.message):find("works only under `lash acp`", 1, true))
+  end)
+
+  it("refuses options that leave nothing or misspell", function()
+    local ok, err = pcall(lash.acp.editor_tools, { fs = false, terminal = false })
+    assert.falsy(ok)
+    assert.truthy(tostring(err):find("leave no tools", 1, true))
+    ok, err = pcall(lash.acp.editor_tools, { terminals = true })
+    assert.falsy(ok)
+    assert.truthy(tostring(err):find("terminals", 1, true))
+  end)
+
+  it("is offered to an untrusted spec; lash.acp.agent is not", function()
+    local agent = lash.load_spec_string([[
+      return lash.agent { model = "test", capabilities = { lash.acp.editor_tools {} } }]], "e.lua")
+    assert.truthy(agent)
+    local _, err = lash.load_spec_string([[ return lash.acp.agent { command = { "sh" } } ]], "f.lua")
+    assert.truthy(tostring(err):find("not available to a spec loaded without --trust", 1, true))
+  end)
+end)

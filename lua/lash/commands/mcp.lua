@@ -42,7 +42,8 @@ local M = {
 
   serve: one sandbox per MCP session, created when the client initializes
   and destroyed when it disconnects (with --attach: the existing sandbox,
-  never destroyed). Hosts: `claude mcp add lash -- lash mcp serve`, or in
+  never destroyed). Past its lifetime (--timeout, default 300 s) the next
+  call runs in a fresh sandbox, its result starting with a note saying so. Hosts: `claude mcp add lash -- lash mcp serve`, or in
   Codex's config.toml: [mcp_servers.lash] command = "lash",
   args = ["mcp", "serve"].]==],
 }
