@@ -143,7 +143,8 @@ return lash.agent {
   it("exits 2 on usage errors", function()
     local _, err, code = cli.run { "run" }
     assert.equal(2, code)
-    assert.matches("missing the agent spec", err, 1, true)
+    assert.matches("missing the prompt: lash run \"PROMPT\" asks the built-in agent, lash run SPEC \"PROMPT\" "
+      .. "runs a spec", err, 1, true)
     _, err, code = cli.run { "run", "examples/test_model.lua", "x", "--bogus" }
     assert.equal(2, code)
     assert.matches("unknown option '--bogus'", err, 1, true)
@@ -359,5 +360,76 @@ describe("--help after a subcommand", function()
     -- after --, it belongs to the command being run
     local _, err = cli.run { "sandbox", "exec", "lb-x", "--", "ls", "--help" }
     assert.is_nil(err:find("usage:", 1, true))
+  end)
+end)
+
+describe("the built-in agent and the first argument", function()
+  local state
+  setup(function()
+    state = os.tmpname()
+    os.remove(state)
+  end)
+  teardown(function() os.execute("rm -rf '" .. state .. "'") end)
+  local function env(extra)
+    return "XDG_STATE_HOME=" .. state .. " XDG_CONFIG_HOME=" .. state .. "/cfg LASH_CONFIG= LASH_MODEL= "
+      .. (extra or "")
+  end
+
+  it("lash run PROMPT runs the sandbox coder with the given model", function()
+    local out, err, code = cli.run({ "run", "what is 2+2", "--model", "test" }, env())
+    assert.equal(0, code, err)
+    assert.matches("^● lash · test\n", out)
+    assert.matches("  ✓ Wrote 1 byte to 'a'.", out, 1, true)
+    out, err, code = cli.run({ "run", "--model", "test" }, env(), "a prompt on stdin")
+    assert.equal(0, code, err)
+    assert.matches("^● lash · test\n", out)
+  end)
+
+  it("says where a model comes from when none is set", function()
+    local _, err, code = cli.run({ "run", "what is 2+2" }, env())
+    assert.equal(6, code)
+    assert.equal("lash run: the built-in agent uses the configured model, and none is set: pass --model M (e.g. "
+      .. "--model anthropic:claude-sonnet-4-6, or --model test to try it offline), set LASH_MODEL, or write model "
+      .. "= \"...\" in the config file (lash config path shows where)\n", err)
+    local _, err2 = cli.run({ "run", "what is 2+2" }, env("LASH_MODEL=test"))
+    assert.equal("", err2)
+  end)
+
+  it("an unquoted prompt or a mistyped spec says the first argument is a spec", function()
+    local _, err, code = cli.run({ "run", "what", "is", "2+2" }, env())
+    assert.equal(2, code)
+    assert.matches("lash run: the first argument is a spec file (.lua, .yaml, .yml or .json), and 'what' is not "
+      .. "one; to ask the built-in agent, quote the whole prompt: lash run \"what is 2+2\"", err, 1, true)
+    _, err, code = cli.run({ "run", "agent.ymal" }, env())
+    assert.equal(2, code)
+    assert.matches("'agent.ymal' is not one; to ask the built-in agent about it, write a prompt", err, 1, true)
+    _, err, code = cli.run({ "run", "examples/nope.lua", "hi" }, env())
+    assert.equal(6, code)
+    assert.matches("cannot open examples/nope.lua", err, 1, true)
+  end)
+
+  it("--continue goes on with this spec's latest session, and the header names it", function()
+    local _, err, code = cli.run({ "run", "examples/test_model.lua", "first" }, env())
+    assert.equal(0, code, err)
+    local sessions = require "lash.sessions"
+    local store = sessions.open(state .. "/lash/sessions.db")
+    local mine = store:latest()
+    store:close()
+    -- another spec's session, more recent
+    _, err, code = cli.run({ "run", "examples/hello_tools.lua", "What is 72F in Celsius?" }, env())
+    assert.equal(0, code, err)
+    local out
+    out, err, code = cli.run({ "run", "examples/test_model.lua", "again", "-c" }, env())
+    assert.equal(0, code, err)
+    assert.matches("^● agent · test · continuing session " .. mine .. " %(%d+ messages%)\n", out)
+    -- the built-in agent's sessions are a directory's
+    _, err, code = cli.run({ "run", "-c", "go on", "--model", "test" }, env("PWD=" .. state .. "/elsewhere"))
+    assert.equal(2, code)
+    assert.matches("no saved session of the built-in agent in this directory to continue", err, 1, true)
+    _, err, code = cli.run({ "run", "hello", "--model", "test" }, env("PWD=" .. state .. "/elsewhere"))
+    assert.equal(0, code, err)
+    out, err, code = cli.run({ "run", "-c", "go on", "--model", "test" }, env("PWD=" .. state .. "/elsewhere"))
+    assert.equal(0, code, err)
+    assert.matches("^● lash · test · continuing session %x+ %(6 messages%)\n", out)
   end)
 end)

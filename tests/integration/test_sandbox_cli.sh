@@ -47,6 +47,22 @@ check "a command that cannot start exits 125, saying why" \
   test "$rc" = 125 -a -n "$(grep 'could not start' "$work/err")"
 sb exec lb-aaaaaaaaaaaaaaaaaaaa -- true 2>/dev/null; rc=$?
 check "exec in a sandbox that does not exist exits 3 (unavailable)" test "$rc" = 3
+# exec --json: the command's code and lash's own status apart
+jq_py() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+out=$(sb exec "$ID" --json -- sh -c 'echo out; printf "\377" >&2; exit 3'); rc=$?
+check "exec --json: a command's exit 3 is data, lash exits 0" test "$rc" = 0
+check "  one result line: exit code, stdout, stderr (bytes as latin1, said)" test "$(echo "$out" | jq_py \
+  "d['type'], d['exit_code'], repr(d['stdout']), d['stderr'] == '\\xff', d['stderr_encoding'], d['timed_out']")" \
+  = "result 3 'out\\n' True latin1 False"
+out=$(sb exec "$ID" --json --timeout 1 -- sleep 30); rc=$?
+check "exec --json: a timeout is the command's outcome (timed_out), lash exits 0" \
+  test "$rc" = 0 -a "$(echo "$out" | jq_py "d['timed_out']")" = True
+out=$(sb exec lb-aaaaaaaaaaaaaaaaaaaa --json -- true 2>/dev/null); rc=$?
+check "exec --json: lash's own failure is an exit line with its kind (unavailable, 3)" \
+  test "$rc" = 3 -a "$(echo "$out" | jq_py "d['type'], d['kind'], d['exit_code']")" = "exit unavailable 3"
+out=$(sb exec "$ID" --json -- no-such-command-lash 2>/dev/null); rc=$?
+check "exec --json: a command that cannot start is lash's exec_failed (125)" \
+  test "$rc" = 125 -a "$(echo "$out" | jq_py "d['kind'], 'could not start' in d['message']")" = "exec_failed True"
 
 # files
 printf 'bin\000ary\nbytes' | sb write "$ID" /workspace/data/in.bin; rc=$?

@@ -40,7 +40,8 @@ function M.new(opts)
   local color = opts.color
   if color == nil then color = M.use_color(tty) end
   return setmetatable({ write = write, tty = tty, color = color, json = opts.json, width = opts.width or 100,
-                        at_line_start = true, spin_label = nil, spin_line = false, started = nil }, Printer)
+                        at_line_start = true, spin_label = nil, spin_line = false, started = nil,
+                        header_note = opts.header_note }, Printer)
 end
 
 function Printer:paint(style, s)
@@ -193,7 +194,8 @@ local handlers = {}
 
 function handlers.run_start(self, ev)
   self.started = runtime.now()
-  self:line(self:paint("dim", "● " .. self:safe(ev.agent) .. " · " .. self:safe(ev.model)))
+  self:line(self:paint("dim", "● " .. self:safe(ev.agent) .. " · " .. self:safe(ev.model)
+    .. (self.header_note and (" · " .. self.header_note) or "")))
 end
 
 function handlers.model_request(self)
