@@ -198,6 +198,67 @@ describe("lash.cli.printer", function()
     assert.matches("1 request · 1,200 tokens in · 3 out · 0 tool calls", s, 1, true)
   end)
 
+  -- What a terminal shows after `s`: lines of text, with the cursor moves
+  -- the printer uses (\r, \27[2K, \27[nF, \27[J; colours ignored).
+  local function screen(s)
+    local rows, row, col = { "" }, 1, 0
+    local i = 1
+    while i <= #s do
+      local c = s:sub(i, i)
+      if c == "\27" then
+        local args, cmd = s:match("^%[([%d;]*)(%a)", i + 1)
+        i = i + 2 + #args
+        if cmd == "K" then rows[row] = ""
+        elseif cmd == "F" then row, col = math.max(1, row - (tonumber(args) or 1)), 0
+        elseif cmd == "J" then
+          rows[row] = rows[row]:sub(1, col)
+          for r = #rows, row + 1, -1 do rows[r] = nil end
+        end
+      elseif c == "\r" then col = 0
+      elseif c == "\n" then
+        row, col = row + 1, 0
+        rows[row] = rows[row] or ""
+      else
+        rows[row] = rows[row]:sub(1, col) .. c
+        col = col + 1
+      end
+      i = i + 1
+    end
+    while rows[#rows] == "" do rows[#rows] = nil end
+    return rows
+  end
+
+  it("shows a running command's last lines live on a terminal, then only its result", function()
+    local p, out = printer { tty = true, color = false }
+    p:event { type = "tool_call", id = "1", name = "run_command", args = { command = "make" } }
+    for i = 1, 8 do
+      p:event { type = "tool_output_delta", id = "1", name = "run_command", stream = "stdout", text = "step " .. i .. "\n" }
+      lash.sleep(0.06)
+    end
+    p:event { type = "tool_output_delta", id = "1", name = "run_command", stream = "stderr", text = "warn\27[2J: x" }
+    lash.sleep(0.06)
+    local live = screen(table.concat(out))
+    assert.same({ "▸ run_command {\"command\":\"make\"}", "  │ step 5", "  │ step 6", "  │ step 7", "  │ step 8",
+                  "  │ warn^[[2J: x" }, { table.unpack(live, 1, 6) })
+    p:event { type = "tool_result", id = "1", name = "run_command", status = "ok", content = "done" }
+    p:close()
+    assert.same({ "▸ run_command {\"command\":\"make\"}", "  ✓ done" }, screen(table.concat(out)))
+  end)
+
+  it("leaves a command's output out of piped text (--json and the result carry it)", function()
+    local p, out = printer { tty = false }
+    p:event { type = "tool_call", id = "1", name = "run_command", args = { command = "ls" } }
+    p:event { type = "tool_output_delta", id = "1", name = "run_command", stream = "stdout", text = "a\nb\n" }
+    p:event { type = "tool_result", id = "1", name = "run_command", status = "ok", content = "a\nb" }
+    p:close()
+    assert.equal("▸ run_command {\"command\":\"ls\"}\n  ✓ a (+1 line)\n", table.concat(out))
+    local j, lines = printer { json = true }
+    j:event { type = "tool_output_delta", id = "1", name = "run_command", stream = "stderr", text = "oops\n",
+              dropped = 10 }
+    assert.same({ type = "tool_output_delta", id = "1", name = "run_command", stream = "stderr", text = "oops\n",
+                  dropped = 10 }, require("lash.json").decode(lines[1]))
+  end)
+
   it("prints plain text without a TTY", function()
     local p, out = printer { tty = false }
     p:event { type = "model_request", step = 1 }

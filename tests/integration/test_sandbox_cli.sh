@@ -47,6 +47,18 @@ check "a command that cannot start exits 125, saying why" \
   test "$rc" = 125 -a -n "$(grep 'could not start' "$work/err")"
 sb exec lb-aaaaaaaaaaaaaaaaaaaa -- true 2>/dev/null; rc=$?
 check "exec in a sandbox that does not exist exits 3 (unavailable)" test "$rc" = 3
+# a program under /tmp exists on the host but not in the jail (its own
+# /tmp): both jailed ways of running it say so and how to fix it
+printf '#!/bin/sh\necho hi\n' > "$work/prog" && chmod 755 "$work/prog"
+sb exec "$ID" -- "$work/prog" 2>"$work/err"; rc=$?
+check "exec of a host program under /tmp exits 125, naming the masking and the fix" \
+  test "$rc" = 125 -a -n "$(grep "is on the host, but a sandbox does not see /tmp: every sandbox has its own /tmp, and /var/tmp, /home, /root and /run are masked. Put the program where the sandbox sees the host" "$work/err")"
+"$LASH" mcp tools --sandbox -- "$work/prog" 2>"$work/err"; rc=$?
+check "a jailed MCP server under /tmp: the error names the masking too (not a bare execvp)" \
+  test "$rc" = 1 -a -n "$(grep "execvp .*No such file.*is on the host, but a sandbox does not see /tmp" "$work/err")"
+out=$(sb exec "$ID" -- sh -c 'test -d /opt && test -d /usr/local && echo seen')
+check "  the fix's directories are seen in the jail" test "$out" = seen
+
 # exec --json: the command's code and lash's own status apart
 jq_py() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 out=$(sb exec "$ID" --json -- sh -c 'echo out; printf "\377" >&2; exit 3'); rc=$?

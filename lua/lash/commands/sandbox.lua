@@ -226,6 +226,14 @@ function sub.exec(args, cli)
     stdin = opts.stdin and io.stdin:read("a") or nil,
   }
   local ok, r = pcall(s.exec, s, rest, eopts)
+  if not ok and not (type(r) == "table" and r.kind == "cancelled") then
+    -- a program the jail cannot see because it masks where it lives: say so
+    local note = require("lash.sandbox_masked").note(rest[1])
+    if note then
+      local msg = (type(r) == "table" and tostring(r.message) or tostring(r)) .. ". " .. note
+      if type(r) == "table" then r.message = msg else r = msg end
+    end
+  end
   if not ok then
     local kind = type(r) == "table" and r.kind
     -- a sandbox that is gone, refused credentials, a signal: the table's
