@@ -135,3 +135,51 @@ describe("streamed command output in a local jail", function()
     assert.equal("one\n", joined(events, "stdout"):sub(1, 4))
   end)
 end)
+
+describe("published ports of a run", function()
+  it("refuses a publish list that is not ports", function()
+    for _, bad in ipairs { "8000", { 0 }, { 70000 }, { 80.5 }, { x = 1 } } do
+      local ok, err = pcall(lash.sandbox_capability, { publish = bad })
+      assert.is_false(ok)
+      assert.matches("publish must be a", tostring(err))
+    end
+  end)
+
+  it_local("relays a port of the run's sandbox to the host while the run lasts, and says where", function()
+    local addr, body
+    local root = os.tmpname()
+    os.remove(root)
+    os.execute("mkdir -p '" .. root .. "' && chmod 711 '" .. root .. "'")
+    local function host(argv)
+      local p = lash.proc.spawn { argv = argv }
+      local out = {}
+      for c in function() return p:read() end do out[#out + 1] = c end
+      p:wait()
+      p:close()
+      return table.concat(out)
+    end
+    local agent = lash.agent {
+      model = lash.script_model {
+        function() return { tool_calls = { { name = "start_command", args = {
+          command = "mkdir -p w && echo hi > w/x.txt && exec python3 -m http.server 8123 --bind 127.0.0.1 -d w" } } } }
+        end,
+        function()
+          for _ = 1, 50 do
+            body = host { "curl", "-sf", "http://" .. addr .. "/x.txt" }
+            if body ~= "" then break end
+            lash.sleep(0.2)
+          end
+          return "done"
+        end,
+      },
+      capabilities = { lash.sandbox_capability { backend = "local", state_root = root, publish = { 8123 },
+                                                 tools = { "start_command" } } },
+    }
+    agent:run("go", { on_event = function(ev) if ev.type == "port_published" then addr = ev.address end end })
+    os.execute("rm -rf '" .. root .. "'")
+    assert.matches("^127%.0%.0%.1:%d+$", addr)
+    assert.equal("hi\n", body)
+    -- the run is over: nothing listens there any more
+    assert.equal("000", host { "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://" .. addr .. "/" })
+  end)
+end)

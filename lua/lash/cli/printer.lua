@@ -324,6 +324,12 @@ function handlers.tool_output_delta(self, ev)
   if runtime.now() - live.at >= LIVE_EVERY then self:draw_live() end
 end
 
+function handlers.port_published(self, ev)
+  self:unspin()
+  self:line(self:paint("cyan", "⇢ port " .. tostring(ev.port)) .. " of the sandbox at "
+    .. self:paint("bold", tostring(ev.address)))
+end
+
 function handlers.approval_request(self, ev)
   self:unspin()
   self:line(self:paint("yellow", "? " .. self:safe(ev.name) .. " needs approval"))

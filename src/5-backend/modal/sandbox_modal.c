@@ -1215,6 +1215,7 @@ const lash_sandbox_backend lash_sandbox_backend_modal = {
   s_read_tags, s_write_tags, s_poll, s_destroy,
   NULL, s_list, s_gc, s_probe, s_snapshot,
   NULL,  /* spawn: no streaming exec on Modal yet (sandbox.c says so) */
-  NULL   /* persist: Modal keeps its sandboxes' records itself */
+  NULL,  /* persist: Modal keeps its sandboxes' records itself */
+  NULL   /* connect: Modal publishes ports as tunnels made at create; not asked for yet */
 };
 
