@@ -177,9 +177,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash_internal.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) $(CFLAGS) -Itests/unit -o $@ $< -Wl,--whole-archive $(BUILD)/liblash_internal.a -Wl,--no-whole-archive $(LDLIBS) $(LDFLAGS)
 
+# Libs.private names libcurl and libsqlite3 as libraries (a static liblash.a
+# links them shared): as Requires.private, `pkg-config --static` pulled in
+# every static dependency of libcurl's own, whose archives Debian does not ship.
 $(BUILD)/lash.pc: Makefile
 	@mkdir -p $(dir $@)
-	printf 'prefix=$${pcfiledir}/../..\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lash\nDescription: embeddable Lua-scriptable agent harness\nVersion: %s\nRequires.private: libcurl sqlite3\nCflags: -I$${includedir}\nLibs: -L$${libdir} -llash\nLibs.private: -lm -ldl\n' '$(VERSION)' > $@
+	printf 'prefix=$${pcfiledir}/../..\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: lash\nDescription: embeddable Lua-scriptable agent harness\nVersion: %s\nCflags: -I$${includedir}\nLibs: -L$${libdir} -llash\nLibs.private: -lcurl -lsqlite3 -lm -ldl\n' '$(VERSION)' > $@
 
 # ---- tests -------------------------------------------------------------
 
@@ -227,7 +230,7 @@ rock-install:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/lash/lua/lash \
-	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/lash
+	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/lash $(DESTDIR)$(PREFIX)/share/lua/5.1
 	install -m755 $(BUILD)/bin/lash $(DESTDIR)$(PREFIX)/bin/lash
 	install -m644 $(BUILD)/liblash.a $(BUILD)/liblash.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf liblash.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblash.so.$(SOMAJOR)
@@ -235,6 +238,8 @@ install: all
 	install -m644 $(BUILD)/lash.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m644 src/7-embed/lash.h src/7-embed/lash_lua.h $(DESTDIR)$(PREFIX)/include/
 	install -m755 $(BUILD)/lash/core.so $(DESTDIR)$(PREFIX)/lib/lua/5.4/lash/
+	# the LuaJIT FFI binding, where LuaJIT's require looks under the prefix
+	install -m644 examples/ffi/lash_ffi.lua $(DESTDIR)$(PREFIX)/share/lua/5.1/
 	cd lua && find lash -name '*.lua' -exec install -D -m644 {} $(DESTDIR)$(PREFIX)/share/lash/lua/{} \;
 	cd $(BUILD)/luac && find lash -name '*.luac' -exec install -D -m644 {} $(DESTDIR)$(PREFIX)/share/lash/luac/{} \;
 

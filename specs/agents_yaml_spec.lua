@@ -54,6 +54,16 @@ capabilities:
     assert.same({ "researcher", "writer" }, tool.parameters.properties.agent_name.enum)
   end)
 
+  it("says where a Lua tool goes when a YAML or JSON spec names tools", function()
+    for _, k in ipairs { "tools", "toolsets" } do
+      local err = refused("model: test\n" .. k .. ":\n  - shout\n")
+      assert.matches("team.yaml: '" .. k .. "' has no form here: a YAML or JSON spec is data and carries no Lua code",
+        err, 1, true)
+      assert.matches("MCPServerStdio", err, 1, true)
+      assert.matches("write the spec in Lua: return lash.agent {", err, 1, true)
+    end
+  end)
+
   it("refuses sub-agents without a name and unknown delegate options", function()
     assert.matches("give the sub%-agent a name", refused "capabilities:\n  - SubAgents: {agents: [{model: test}]}\n")
     assert.matches("unknown key 'colour'", refused "capabilities:\n  - SubAgents: {agents: [{name: a, colour: red}]}\n")

@@ -143,7 +143,8 @@ return lash.agent {
   it("exits 2 on usage errors", function()
     local _, err, code = cli.run { "run" }
     assert.equal(2, code)
-    assert.matches("missing the agent spec", err, 1, true)
+    assert.matches("missing the prompt: lash run \"PROMPT\" asks the built-in agent, lash run SPEC \"PROMPT\" "
+      .. "runs a spec", err, 1, true)
     _, err, code = cli.run { "run", "examples/test_model.lua", "x", "--bogus" }
     assert.equal(2, code)
     assert.matches("unknown option '--bogus'", err, 1, true)
@@ -195,6 +196,67 @@ describe("lash.cli.printer", function()
     assert.matches("thinking 0%.%ds", s)          -- the spinner with elapsed time
     assert.matches("\r\27%[2Khi", s)             -- the spinner line is erased before text
     assert.matches("1 request · 1,200 tokens in · 3 out · 0 tool calls", s, 1, true)
+  end)
+
+  -- What a terminal shows after `s`: lines of text, with the cursor moves
+  -- the printer uses (\r, \27[2K, \27[nF, \27[J; colours ignored).
+  local function screen(s)
+    local rows, row, col = { "" }, 1, 0
+    local i = 1
+    while i <= #s do
+      local c = s:sub(i, i)
+      if c == "\27" then
+        local args, cmd = s:match("^%[([%d;]*)(%a)", i + 1)
+        i = i + 2 + #args
+        if cmd == "K" then rows[row] = ""
+        elseif cmd == "F" then row, col = math.max(1, row - (tonumber(args) or 1)), 0
+        elseif cmd == "J" then
+          rows[row] = rows[row]:sub(1, col)
+          for r = #rows, row + 1, -1 do rows[r] = nil end
+        end
+      elseif c == "\r" then col = 0
+      elseif c == "\n" then
+        row, col = row + 1, 0
+        rows[row] = rows[row] or ""
+      else
+        rows[row] = rows[row]:sub(1, col) .. c
+        col = col + 1
+      end
+      i = i + 1
+    end
+    while rows[#rows] == "" do rows[#rows] = nil end
+    return rows
+  end
+
+  it("shows a running command's last lines live on a terminal, then only its result", function()
+    local p, out = printer { tty = true, color = false }
+    p:event { type = "tool_call", id = "1", name = "run_command", args = { command = "make" } }
+    for i = 1, 8 do
+      p:event { type = "tool_output_delta", id = "1", name = "run_command", stream = "stdout", text = "step " .. i .. "\n" }
+      lash.sleep(0.06)
+    end
+    p:event { type = "tool_output_delta", id = "1", name = "run_command", stream = "stderr", text = "warn\27[2J: x" }
+    lash.sleep(0.06)
+    local live = screen(table.concat(out))
+    assert.same({ "▸ run_command {\"command\":\"make\"}", "  │ step 5", "  │ step 6", "  │ step 7", "  │ step 8",
+                  "  │ warn^[[2J: x" }, { table.unpack(live, 1, 6) })
+    p:event { type = "tool_result", id = "1", name = "run_command", status = "ok", content = "done" }
+    p:close()
+    assert.same({ "▸ run_command {\"command\":\"make\"}", "  ✓ done" }, screen(table.concat(out)))
+  end)
+
+  it("leaves a command's output out of piped text (--json and the result carry it)", function()
+    local p, out = printer { tty = false }
+    p:event { type = "tool_call", id = "1", name = "run_command", args = { command = "ls" } }
+    p:event { type = "tool_output_delta", id = "1", name = "run_command", stream = "stdout", text = "a\nb\n" }
+    p:event { type = "tool_result", id = "1", name = "run_command", status = "ok", content = "a\nb" }
+    p:close()
+    assert.equal("▸ run_command {\"command\":\"ls\"}\n  ✓ a (+1 line)\n", table.concat(out))
+    local j, lines = printer { json = true }
+    j:event { type = "tool_output_delta", id = "1", name = "run_command", stream = "stderr", text = "oops\n",
+              dropped = 10 }
+    assert.same({ type = "tool_output_delta", id = "1", name = "run_command", stream = "stderr", text = "oops\n",
+                  dropped = 10 }, require("lash.json").decode(lines[1]))
   end)
 
   it("prints plain text without a TTY", function()
@@ -359,5 +421,76 @@ describe("--help after a subcommand", function()
     -- after --, it belongs to the command being run
     local _, err = cli.run { "sandbox", "exec", "lb-x", "--", "ls", "--help" }
     assert.is_nil(err:find("usage:", 1, true))
+  end)
+end)
+
+describe("the built-in agent and the first argument", function()
+  local state
+  setup(function()
+    state = os.tmpname()
+    os.remove(state)
+  end)
+  teardown(function() os.execute("rm -rf '" .. state .. "'") end)
+  local function env(extra)
+    return "XDG_STATE_HOME=" .. state .. " XDG_CONFIG_HOME=" .. state .. "/cfg LASH_CONFIG= LASH_MODEL= "
+      .. (extra or "")
+  end
+
+  it("lash run PROMPT runs the sandbox coder with the given model", function()
+    local out, err, code = cli.run({ "run", "what is 2+2", "--model", "test" }, env())
+    assert.equal(0, code, err)
+    assert.matches("^● lash · test\n", out)
+    assert.matches("  ✓ Wrote 1 byte to 'a'.", out, 1, true)
+    out, err, code = cli.run({ "run", "--model", "test" }, env(), "a prompt on stdin")
+    assert.equal(0, code, err)
+    assert.matches("^● lash · test\n", out)
+  end)
+
+  it("says where a model comes from when none is set", function()
+    local _, err, code = cli.run({ "run", "what is 2+2" }, env())
+    assert.equal(6, code)
+    assert.equal("lash run: the built-in agent uses the configured model, and none is set: pass --model M (e.g. "
+      .. "--model anthropic:claude-sonnet-4-6, or --model test to try it offline), set LASH_MODEL, or write model "
+      .. "= \"...\" in the config file (lash config path shows where)\n", err)
+    local _, err2 = cli.run({ "run", "what is 2+2" }, env("LASH_MODEL=test"))
+    assert.equal("", err2)
+  end)
+
+  it("an unquoted prompt or a mistyped spec says the first argument is a spec", function()
+    local _, err, code = cli.run({ "run", "what", "is", "2+2" }, env())
+    assert.equal(2, code)
+    assert.matches("lash run: the first argument is a spec file (.lua, .yaml, .yml or .json), and 'what' is not "
+      .. "one; to ask the built-in agent, quote the whole prompt: lash run \"what is 2+2\"", err, 1, true)
+    _, err, code = cli.run({ "run", "agent.ymal" }, env())
+    assert.equal(2, code)
+    assert.matches("'agent.ymal' is not one; to ask the built-in agent about it, write a prompt", err, 1, true)
+    _, err, code = cli.run({ "run", "examples/nope.lua", "hi" }, env())
+    assert.equal(6, code)
+    assert.matches("cannot open examples/nope.lua", err, 1, true)
+  end)
+
+  it("--continue goes on with this spec's latest session, and the header names it", function()
+    local _, err, code = cli.run({ "run", "examples/test_model.lua", "first" }, env())
+    assert.equal(0, code, err)
+    local sessions = require "lash.sessions"
+    local store = sessions.open(state .. "/lash/sessions.db")
+    local mine = store:latest()
+    store:close()
+    -- another spec's session, more recent
+    _, err, code = cli.run({ "run", "examples/hello_tools.lua", "What is 72F in Celsius?" }, env())
+    assert.equal(0, code, err)
+    local out
+    out, err, code = cli.run({ "run", "examples/test_model.lua", "again", "-c" }, env())
+    assert.equal(0, code, err)
+    assert.matches("^● agent · test · continuing session " .. mine .. " %(%d+ messages%)\n", out)
+    -- the built-in agent's sessions are a directory's
+    _, err, code = cli.run({ "run", "-c", "go on", "--model", "test" }, env("PWD=" .. state .. "/elsewhere"))
+    assert.equal(2, code)
+    assert.matches("no saved session of the built-in agent in this directory to continue", err, 1, true)
+    _, err, code = cli.run({ "run", "hello", "--model", "test" }, env("PWD=" .. state .. "/elsewhere"))
+    assert.equal(0, code, err)
+    out, err, code = cli.run({ "run", "-c", "go on", "--model", "test" }, env("PWD=" .. state .. "/elsewhere"))
+    assert.equal(0, code, err)
+    assert.matches("^● lash · test · continuing session %x+ %(6 messages%)\n", out)
   end)
 end)

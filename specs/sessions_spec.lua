@@ -266,4 +266,20 @@ describe("lash.sessions", function()
     assert.equal("retry", m.parts[1].status)
     assert.same({}, sessions.dangling_calls({ h[1] }))
   end)
+
+  it("closes a turn cut short so the next prompt never follows an unanswered one", function()
+    local prompt = { role = "user", parts = { { type = "text", text = "go" } } }
+    -- what it streamed is its answer
+    local m = sessions.close_unanswered({ prompt }, "Half a")
+    assert.same({ role = "assistant", parts = { { type = "text", text = "Half a" } }, finish = "interrupted" }, m)
+    -- it said nothing: a note stands for the answer
+    assert.equal(sessions.NO_ANSWER, sessions.close_unanswered({ prompt }).parts[1].text)
+    assert.equal(sessions.NO_ANSWER, sessions.close_unanswered({ prompt }, "").parts[1].text)
+    -- answered already, or tool results (interrupted ones too) that the model reads next: nothing
+    assert.is_nil(sessions.close_unanswered({ prompt, m }))
+    local results = { role = "user", parts = { { type = "tool_result", id = "c1", name = "t", status = "retry",
+                                                  content = "interrupted" } } }
+    assert.is_nil(sessions.close_unanswered({ prompt, results }))
+    assert.is_nil(sessions.close_unanswered({}))
+  end)
 end)

@@ -288,7 +288,7 @@ capabilities:
   it("name the valid capability types for an unknown one", function()
     local err, path = load_fails("yaml", "capabilities: [Sandboxx]\n")
     assert.equal(path .. ": capabilities[1]: Capability 'Sandboxx' is not a known capability type. Valid "
-      .. "choices: [CodeMode, InputGuardrail, LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, ModalSandbox, "
+      .. "choices: [CodeMode, EditorTools, InputGuardrail, LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, ModalSandbox, "
       .. "OutputGuardrail, PrefixTools, Sandbox, SubAgents]. Register a custom one from Lua with "
       .. "lash.register_capability(name, constructor).", err)
   end)
@@ -447,7 +447,7 @@ describe("registered capability types", function()
     assert.is_true(seen.info.from_file)
     local err = load_fails("yaml", "capabilities:\n  - Notes: {colour: red}\n")
     assert.matches("Failed to instantiate capability 'Notes': Notes has no option colour", err, 1, true)
-    assert.matches("Valid choices: [CodeMode, InputGuardrail, LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, "
+    assert.matches("Valid choices: [CodeMode, EditorTools, InputGuardrail, LocalSandbox, MCPServerStdio, MCPServerStreamableHTTP, "
       .. "ModalSandbox, Notes, OutputGuardrail, PrefixTools, Sandbox, SubAgents]",
       load_fails("yaml", "capabilities: [Nope]\n"), 1, true)
     assert.has_error(function() lash.register_capability("Notes", function() end) end,

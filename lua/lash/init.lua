@@ -40,6 +40,7 @@ local lazy = {
   load_spec = { "lash.spec", "load" },
   load_spec_string = { "lash.spec", "load_string" },
   mcp = { "lash.mcp" },
+  acp = { "lash.acp" },
   sessions = { "lash.sessions" },
   trace = { "lash.trace" },
 }

@@ -279,9 +279,14 @@ function Store:find(ref)
   return rows[1].id
 end
 
---- The id of the session touched last, or nil.
-function Store:latest()
-  local r = self:query("SELECT id FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT 1")[1]
+--- The id of the session touched last (of `spec` when given), or nil.
+function Store:latest(spec)
+  local r
+  if spec then
+    r = self:query("SELECT id FROM sessions WHERE spec = ? ORDER BY updated_at DESC, rowid DESC LIMIT 1", spec)[1]
+  else
+    r = self:query("SELECT id FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT 1")[1]
+  end
   return r and r.id
 end
 
@@ -553,6 +558,32 @@ end
 -- the run that continues it (`session.partial`, after resume).
 function M.partial_message(text)
   return { role = "assistant", parts = { { type = "text", text = text } }, finish = "interrupted" }
+end
+
+--- What stands for the answer of a turn cut short before it said anything.
+M.NO_ANSWER = "[no answer: the turn was interrupted]"
+
+--- The answer a conversation cut short gets, so the next prompt does not
+-- follow the user's unanswered prompt: what the turn had streamed
+-- (`streamed`), or NO_ANSWER when it said nothing; nil when the history
+-- does not end with a prompt (tool results answered as interrupted are the
+-- model's to read next, as every provider takes them before a new prompt).
+-- `lash chat` after Ctrl-C and `lash run --continue` both use it, so a
+-- cancelled turn reads the same to the model either way.
+-- @tparam table history
+-- @tparam[opt] string streamed
+-- @treturn table|nil the assistant message to append
+function M.close_unanswered(history, streamed)
+  local last = history[#history]
+  if streamed and streamed ~= "" then
+    if last and last.role == "assistant" then return nil end
+    return M.partial_message(streamed)
+  end
+  if not last or last.role ~= "user" then return nil end
+  for _, p in ipairs(last.parts or {}) do
+    if p.type == "tool_result" then return nil end
+  end
+  return M.partial_message(M.NO_ANSWER)
 end
 
 --- End the current run with its outcome.

@@ -151,6 +151,11 @@ end
 builtin.Sandbox = sandbox_type(nil, "backend")
 builtin.LocalSandbox = sandbox_type("local", "rootfs")
 builtin.ModalSandbox = sandbox_type("modal", "image")
+-- The editor's files and terminals under `lash acp` (lash.acp.editor_tools).
+builtin.EditorTools = function(arg)
+  if arg ~= nil and type(arg) ~= "table" then error("expected options (a mapping), got " .. type(arg), 0) end
+  return require("lash.acp.editor_tools").new(arg or {})
+end
 
 -- MCP servers, by pydantic-ai's names. A stdio server on the host is a
 -- host command: only a trusted spec (--trust, or a spec built in Lua by
@@ -377,6 +382,13 @@ local NOT_YET = {
   end_strategy = "lash always runs every tool call of a turn; remove it",
 }
 
+-- Keys a Lua spec has that a file of data cannot: say where such tools go.
+local LUA_TOOLS = "a YAML or JSON spec is data and carries no Lua code. Its tools come from capabilities: a "
+  .. "sandbox (Sandbox, LocalSandbox, ModalSandbox) or an MCP server (MCPServerStdio: {command: ...}, any "
+  .. "program). For a tool written in Lua, write the spec in Lua: return lash.agent { model = ..., tools = { "
+  .. "lash.tool { name = ..., description = ..., parameters = {...}, handler = function(ctx, args) ... end } } }"
+local NO_DATA_FORM = { tools = LUA_TOOLS, toolsets = LUA_TOOLS }
+
 -- Drop nulls (json.null, which the YAML loader also uses) from maps, recursively.
 local function denull(v, null_values)
   if type(v) ~= "table" then return v end
@@ -437,6 +449,7 @@ function M.from_table(t, where, trusted, named)
   local def = {}
   for k, v in pairs(t) do
     if NOT_YET[k] then error(where .. ": '" .. k .. "' is not supported: " .. NOT_YET[k], 0) end
+    if NO_DATA_FORM[k] then error(where .. ": '" .. k .. "' has no form here: " .. NO_DATA_FORM[k], 0) end
     if not FILE_KEYS[k] then error(options.message(where, "key", k, FILE_KEYS, "keys"), 0) end
     if k == "output_schema" then def.output = v
     elseif k ~= "metadata" then def[k] = v end

@@ -245,6 +245,16 @@ M.API = {
       end,
     }, "mcp")
   end,
+  -- ACP: the editor's tools and the plan tool; an external agent is a host
+  -- command, the trusted side's to start
+  acp = function(l)
+    local t = pick(l.acp, { "editor_tools", "plan_toolset" })
+    t.agent = function()
+      error("lash.acp.agent is not available to a spec loaded without --trust (it starts a program); load the "
+        .. "spec with --trust, or define the agent from Lua host code", 2)
+    end
+    return read_only(t, "acp")
+  end,
   script_model = function(l) return l.script_model end,
   render = function(l) return l.render end,
   render_fields = function(l) return l.render_fields end,

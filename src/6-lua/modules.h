@@ -22,7 +22,8 @@
   X(net)                \
   X(secret)             \
   X(sqlite)             \
-  X(files)
+  X(files)              \
+  X(outq)
 
 #define LASH_DECLARE_OPEN(name) int lash_open_##name(lua_State *L);
 LASH_MODULES(LASH_DECLARE_OPEN)

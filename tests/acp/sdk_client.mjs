@@ -93,7 +93,7 @@ function sleepers() {
 
 async function main() {
   const state = { updates: [], permissions: [], answer: () => ({ outcome: { outcome: "cancelled" } }) };
-  const conn = start([spec]);
+  const conn = start([spec, "--context-window", "200000"]);
   let sessionId;
   await clientApp(state).connectWith(conn.stream, async (agent) => {
     const init = await agent.request(acp.methods.agent.initialize, {
@@ -127,6 +127,9 @@ async function main() {
       perm0 && perm0.toolCall.content && perm0.toolCall.content[0].type === "diff"
       && perm0.toolCall.content[0].newText === "hi from lash\n" && perm0.toolCall.content[0].path === "/workspace/hello.txt",
       perm0 && perm0.toolCall);
+    const usage = updatesOf(state, "usage_update");
+    check("usage_update after each model response: the context used, the window (--context-window)",
+      usage.length >= 2 && usage.every((u) => Number.isInteger(u.used) && u.size === 200000), usage);
     check("the model's text streams as agent_message_chunk", textOf(state).startsWith("Writing."), textOf(state));
     const calls = updatesOf(state, "tool_call");
     const ups = updatesOf(state, "tool_call_update");
@@ -258,7 +261,91 @@ async function main() {
   check("lash acp exits 0 when the client closes its stdin", ex2.code === 0, ex2);
   check("every message of the second connection matches the SDK's schema (" + conn2.sc.count() + " messages)",
     conn2.sc.problems.length === 0, conn2.sc.problems.slice(0, 5).join("\n"));
+  await editorFlows();
   console.log(`1..${n}`);
+}
+
+// ---- EditorTools: the model's files and commands are the client's (a real
+// directory and real processes here, as an editor would give)
+async function editorFlows() {
+  const dir = fs.mkdtempSync(workdir + "/editor-");
+  const editorSpec = spec.replace(/[^/]*$/, "editor_spec.lua");
+  const st = { updates: [], permissions: [], fsCalls: [], terms: new Map(), next: 0, killed: [],
+               answer: () => ({ outcome: { outcome: "selected", optionId: "allow_always" } }) };
+  const app = clientApp(st)
+    .onRequest(acp.methods.client.fs.readTextFile, async (c) => {
+      st.fsCalls.push(["read", c.params.path]);
+      return { content: fs.readFileSync(c.params.path, "utf8") };
+    })
+    .onRequest(acp.methods.client.fs.writeTextFile, async (c) => {
+      st.fsCalls.push(["write", c.params.path]);
+      fs.writeFileSync(c.params.path, c.params.content);
+      return {};
+    })
+    .onRequest(acp.methods.client.terminal.create, async (c) => {
+      const id = "t" + (++st.next);
+      const p = spawn(c.params.command, c.params.args || [], { cwd: c.params.cwd, stdio: ["ignore", "pipe", "pipe"] });
+      const t = { p, out: "", status: null, cmd: c.params };
+      t.exit = new Promise((res) => p.on("exit", (code, sig) => { t.status = { exitCode: code, signal: sig }; res(t.status); }));
+      p.stdout.on("data", (d) => { t.out += d; });
+      p.stderr.on("data", (d) => { t.out += d; });
+      st.terms.set(id, t);
+      return { terminalId: id };
+    })
+    .onRequest(acp.methods.client.terminal.waitForExit, async (c) => st.terms.get(c.params.terminalId).exit)
+    .onRequest(acp.methods.client.terminal.output, async (c) => {
+      const t = st.terms.get(c.params.terminalId);
+      return { output: t.out, truncated: false, exitStatus: t.status };
+    })
+    .onRequest(acp.methods.client.terminal.kill, async (c) => {
+      st.killed.push(c.params.terminalId);
+      st.terms.get(c.params.terminalId).p.kill("SIGKILL");
+      return {};
+    })
+    .onRequest(acp.methods.client.terminal.release, async (c) => { st.terms.delete(c.params.terminalId); return {}; });
+  const conn = start([editorSpec]);
+  await app.connectWith(conn.stream, async (agent) => {
+    await agent.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+    });
+    const s = await agent.request(acp.methods.agent.session.new, { cwd: dir, mcpServers: [] });
+    const r = await agent.request(acp.methods.agent.session.prompt,
+      { sessionId: s.sessionId, prompt: [{ type: "text", text: "edit the file" }] });
+    check("EditorTools: the turn ends with end_turn", r.stopReason === "end_turn", r);
+    const text = fs.existsSync(dir + "/hello.txt") && fs.readFileSync(dir + "/hello.txt", "utf8");
+    check("EditorTools: write_file and edit_file changed the editor's file (fs/write_text_file, fs/read_text_file)",
+      text === "hello from lash\n" && st.fsCalls.filter((c) => c[0] === "write").length === 2
+      && st.fsCalls.some((c) => c[0] === "read" && c[1] === dir + "/hello.txt"), { text, fs: st.fsCalls });
+    const last = textOf(st);
+    check("EditorTools: run_command ran in the editor's terminal, in the session's cwd",
+      st.next === 1 && last.includes("run_command=ok:Exit status 0.") && last.includes("hello from lash")
+      && last.includes(dir), last);
+    const ups = updatesOf(st, "tool_call_update");
+    check("EditorTools: the command's tool call shows the terminal", ups.some((u) => (u.content || []).some(
+      (c) => c.type === "terminal" && c.terminalId === "t1")), ups);
+    check("EditorTools: the edit's tool call shows a diff against the editor's text",
+      st.permissions.some((p) => p.toolCall.content && p.toolCall.content[0].type === "diff"
+        && p.toolCall.content[0].path === dir + "/hello.txt"), st.permissions.map((p) => p.toolCall));
+    check("EditorTools: the terminal was released", st.terms.size === 0, [...st.terms.keys()]);
+
+    // cancel mid-command: the editor's terminal is killed and released
+    const slow = agent.request(acp.methods.agent.session.prompt,
+      { sessionId: s.sessionId, prompt: [{ type: "text", text: "slow" }] });
+    for (let i = 0; i < 100 && st.next < 2; i++) await sleep(100);
+    await sleep(300);
+    await agent.notify(acp.methods.agent.session.cancel, { sessionId: s.sessionId });
+    const sr = await slow;
+    check("EditorTools: cancel mid-command ends the turn as cancelled", sr.stopReason === "cancelled", sr);
+    for (let i = 0; i < 50 && st.terms.size > 0; i++) await sleep(100);
+    check("EditorTools: the cancelled command's terminal was killed and released",
+      st.killed.includes("t2") && st.terms.size === 0, { killed: st.killed, left: [...st.terms.keys()] });
+  });
+  conn.child.stdin.end();
+  const ex = await conn.exited;
+  check("EditorTools: lash acp exits 0", ex.code === 0, { ex, stderr: conn.stderr().slice(-500) });
+  check("EditorTools: every message matches the SDK's schema (" + conn.sc.count() + " messages)",
+    conn.sc.problems.length === 0, conn.sc.problems.slice(0, 5).join("\n"));
 }
 
 main().catch((e) => {

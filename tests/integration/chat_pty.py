@@ -25,6 +25,7 @@ import subprocess
 import sys
 import termios
 import time
+import urllib.request
 
 LASH, T, SANDBOX, OPENAI_PORT = sys.argv[1:5]
 # the sandbox command, from the environment: in argv, pgrep -f would find us
@@ -218,9 +219,9 @@ c.line("hang")
 check("a model that streams and then hangs shows what it streamed", c.expect("Thinking"), c.recent())
 c.send("\x03")
 check("Ctrl-C cancels a turn while the model is answering", c.expect("turn cancelled"), c.recent())
-c.line("count")
-check("... the session goes on, the prompt kept in the conversation", c.expect("you said: count (history 4)"),
-      c.recent())
+c.line("roles")
+check("... the session goes on; the cancelled turn stays, what it streamed as its answer (no two user messages "
+      "in a row)", c.expect("roles: user,assistant,user,assistant,user; last said: Thinking"), c.recent())
 c.line("/reset")
 
 c.line("tool")
@@ -348,6 +349,44 @@ c.expect("model: openai:gpt-4.1")
 c.line("hi")
 check("the next turn uses the new model (a real OpenAI stream from the fake server)",
       c.expect("Hello there, how may I assist you today?"), c.recent())
+
+
+# Ctrl-C mid-stream, on the wire: the next request carries what the model
+# streamed as its answer, never two user messages in a row
+def fake(path, body=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{OPENAI_PORT}{path}",
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read() or b"null")
+
+
+def completion(text):
+    return {"id": "chatcmpl-x", "object": "chat.completion", "created": 1741569952, "model": "gpt-4.1",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
+
+
+fake("/_script", {"responses": [{"json": completion("Partly said"), "stall_after_events": 2, "stall_seconds": 30},
+                                {"json": completion("Second answer")}]})
+c.line("tell me")
+check("an OpenAI stream that stalls shows what it streamed", c.expect("Partly said"), c.recent())
+c.send("\x03")
+check("Ctrl-C cancels it", c.expect("turn cancelled"), c.recent())
+c.line("go on")
+check("the next turn is answered", c.expect("Second answer"), c.recent())
+try:
+    msgs = fake("/_requests")[-1]["body"]["messages"]
+except Exception as e:  # noqa: BLE001
+    msgs = [repr(e)]
+roles = [m.get("role") for m in msgs if isinstance(m, dict)]
+tail = [(m.get("role"), m.get("content")) for m in msgs[-3:] if isinstance(m, dict)]
+check("on the wire: the cancelled turn's streamed text is its answer, then the new prompt",
+      len(tail) == 3 and tail[0][0] == "user" and "tell me" in json.dumps(tail[0][1])
+      and tail[1] == ("assistant", "Partly said") and tail[2][0] == "user" and "go on" in json.dumps(tail[2][1]),
+      json.dumps(msgs[-4:]))
+check("... and no two user messages follow each other",
+      all(not (a == "user" and b == "user") for a, b in zip(roles, roles[1:])), roles)
 c.prompt()
 c.send("\x04")
 check("Ctrl-D exits 0", c.wait() == 0, f"status {c.status}\n" + c.recent())
@@ -374,11 +413,19 @@ check("... private (0600)", os.path.exists(hist) and stat.S_IMODE(os.stat(hist).
 c = Chat(base_env(NO_COLOR="1"), ["--continue"])
 m = c.expect_re(r"session ([0-9a-f]{12}) \((\d+) messages\)")
 check("--continue goes on with the last session", m is not None and m.group(1).decode() == sid, c.recent())
+check("... with the model it last used (the /model switch)", b"chatty \xc2\xb7 openai:gpt-4.1 \xc2\xb7 session"
+      in c.out, c.recent())
+check("... showing its last turns", c.expect("> hi") and c.expect("Hello there, how may I assist you today?"),
+      c.recent())
+
 c.prompt()
 c.send("\x1b[A")
-check("a new session recalls the last session's last line", c.expect("hi"), c.recent())
+check("a new session recalls the last session's last line", c.expect("go on"), c.recent())
 c.send("\x01\x0b/tools\r")
 check("a line typed after recalling one", c.expect("echo a word back"), c.recent())
+c.line("/model default")
+check("/model default goes back to the spec's model", c.expect("model: function:scripted (from the next turn)"),
+      c.recent())
 c.line("count")
 n_before = int(m.group(2)) if m else -1
 check("... with its conversation", c.expect(f"you said: count (history {n_before + 1})"), c.recent())
@@ -444,7 +491,20 @@ p = subprocess.run([LASH, "chat", "--trust", SPEC, "--no-save"], input="/save\n"
 check("--no-save: /save says the session is not recorded", "not recorded (--no-save" in p.stdout + p.stderr,
       p.stdout + p.stderr)
 p = subprocess.run([LASH, "chat"], input="", env=base_env(), capture_output=True, text=True, timeout=HANG)
-check("no spec: a usage error (2)", p.returncode == 2 and "missing the agent spec" in p.stderr, p.stderr)
+check("no spec and no model: says where a model comes from (6)",
+      p.returncode == 6 and "the built-in agent uses the configured model, and none is set: pass --model M"
+      in p.stderr, p.stderr)
+if SANDBOX:
+    p = subprocess.run([LASH, "chat", "--model", "test", "--no-save"], input="hello\n", env=base_env(),
+                       capture_output=True, text=True, timeout=HANG * 2)
+    check("no spec: the built-in agent (a coder in a sandbox) answers", p.returncode == 0
+          and "▸ write_file" in p.stdout and "Wrote 1 byte to 'a'." in p.stdout, p.stdout + p.stderr)
+else:
+    skip("no spec: the built-in agent (a coder in a sandbox) answers", "no bubblewrap jail here")
+p = subprocess.run([LASH, "chat", "hello", "there"], input="", env=base_env(), capture_output=True, text=True,
+                   timeout=HANG)
+check("a prompt on the command line: chat takes a spec or nothing (2)", p.returncode == 2
+      and "the first argument is a spec file" in p.stderr, p.stderr)
 
 # ---- under tmux, with each terminal type it may give -----------------------
 def under_tmux(tmux, term):

@@ -60,6 +60,18 @@ local scripted = require("lash.models.func").new(function(messages)
   if text == "keep" then
     return { tool_calls = { { name = "write_file", args = { path = "kept.txt", content = "from turn one" } } } }
   end
+  if text == "roles" then
+    -- what the conversation reads like to the model: each message's role,
+    -- and the last answer's text
+    local roles, said = {}, ""
+    for i, m in ipairs(messages) do
+      roles[i] = m.role
+      if m.role == "assistant" then
+        for _, p in ipairs(m.parts) do if p.type == "text" then said = p.text end end
+      end
+    end
+    return "roles: " .. table.concat(roles, ",") .. "; last said: " .. said
+  end
   if text == "recall" then return { tool_calls = { { name = "read_file", args = { path = "kept.txt" } } } } end
   return "you said: " .. tostring(text) .. " (history " .. #messages .. ")"
 end, { name = "scripted" })

@@ -110,9 +110,13 @@ cat > "$T/nomodel.lua" <<'LUA'
 local lash = require "lash"
 return lash.agent { instructions = "Answer briefly." }
 LUA
+# its MCP server joins the run: one that cannot start is said and left out
+sed -i 's|^mcp_servers = .*|mcp_servers = { fs = { command = { "/nonexistent/mcp-server" } } }|' "$CFG"
 out=$("$LASH" run "$T/nomodel.lua" hi 2>&1); rc=$?
 same "a spec without a model runs on the config's default" "$rc" "0"
 contains "the config's test model answered" "$out" "success (no tool calls)"
+contains "a config MCP server that cannot start is said, and the run goes on" "$out" \
+  "lash: warning: the config's MCP server 'fs' ($CFG, mcp_servers.fs) did not start, so this run goes on without its tools"
 start openai tests/servers/fake_openai.py --fixture text --lifetime 60
 OPORT=$(cat "$T/openai.port")
 cat > "$CFG" <<LUA
@@ -187,5 +191,33 @@ contains "saying it cannot be reached" "$out" "openai: cannot reach http://127.0
 out=$("$LASH" models nosuch 2>&1); rc=$?
 same "an unknown provider is a usage error" "$rc" "2"
 contains "naming the known ones" "$out" "unknown provider 'nosuch' (known: anthropic, openai, test, function)"
+
+# the config's MCP servers join every run's toolsets (the reference server)
+EV=$PWD/tests/mcp/node_modules/.bin/mcp-server-everything
+if [ -x "$EV" ] && command -v node >/dev/null; then
+  cat >"$T/mcpcfg.lua" <<EOF
+mcp_servers = { everything = { command = { "$EV" } } }
+EOF
+  cat >"$T/calls_echo.lua" <<'EOF'
+local lash = require "lash"
+return lash.agent { name = "caller", model = lash.script_model {
+  { tool_calls = { { name = "echo", args = { message = "from the config's server" } } } },
+  function(messages)
+    local last = messages[#messages].parts[1]
+    return { text = "got: " .. tostring(last.content) }
+  end,
+} }
+EOF
+  out=$(cd "$T" && LASH_CONFIG=$T/mcpcfg.lua timeout 120 "$LASH" run --no-save calls_echo.lua go 2>&1); rc=$?
+  same "a run with a config MCP server succeeds" "$rc" "0"
+  contains "the server's tool was offered and called" "$out" "got: Echo: from the config's server"
+  out=$(cd "$T" && LASH_CONFIG=$T/mcpcfg.lua timeout 120 "$LASH" chat --no-save --no-history calls_echo.lua \
+    <<<"go" 2>&1); rc=$?
+  contains "... in lash chat too" "$out" "got: Echo: from the config's server"
+else
+  skip "a run with a config MCP server succeeds" "no node or tests/mcp packages"
+  skip "the server's tool was offered and called" "no node or tests/mcp packages"
+  skip "... in lash chat too" "no node or tests/mcp packages"
+fi
 
 done_testing

@@ -9,6 +9,9 @@ new_tmp tmp
 chmod o+x "$tmp"   # the jail runs as an unprivileged uid and must reach its state root
 export LASH_SANDBOX_ROOT=$tmp/state
 LASH=$BUILD/bin/lash
+export LASH_SESSIONS_DB=$tmp/sessions.db
+# a step that fails leaves the block's sandbox: destroy whatever is left
+at_exit 'for d in "$LASH_SANDBOX_ROOT"/lb-*; do [ -d "$d" ] && "$LASH" sandbox destroy "${d##*/}" >/dev/null 2>&1; done'
 
 for f in README.md docs/*.md; do
   out=$(lua5.4 tests/docs/check_links.lua "$f" 2>&1)
@@ -46,7 +49,7 @@ grep -q 'sandbox create' "$tmp/steps.sh"; ok $? "the tour's orchestrator block c
 out=$(bash -e "$tmp/steps.sh" 2>&1)
 rc=$?; ok $rc "the tour's orchestrator block runs step by step"; [ $rc -eq 0 ] || printf '%s\n' "$out" | tail -8 | sed 's/^/# /'
 left=$(find "$LASH_SANDBOX_ROOT" -mindepth 1 -maxdepth 1 -name 'lb-*' 2>/dev/null | wc -l)
-same "the block leaves no sandbox behind" "$left" 0
+same "the block, run through, leaves no sandbox behind" "$left" 0
 
 block lua 1 | sed 's/model = "[^"]*"/model = "test"/' > "$tmp/agent.lua"
 out=$(LUA_CPATH="$BUILD/?.so;;" LUA_PATH="lua/?.lua;lua/?/init.lua;;" lua5.4 "$tmp/agent.lua" 2>&1)

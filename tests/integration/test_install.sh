@@ -17,7 +17,8 @@ ok $rc "make install DESTDIR=... PREFIX=/opt/lash"
 mv "$tmp/stage/opt/lash" "$tmp/moved"
 P=$tmp/moved
 for f in lib/liblash.so lib/liblash.so.0 lib/liblash.a include/lash.h include/lash_lua.h \
-         lib/pkgconfig/lash.pc bin/lash share/lash/lua/lash/init.lua lib/lua/5.4/lash/core.so; do
+         lib/pkgconfig/lash.pc bin/lash share/lash/lua/lash/init.lua lib/lua/5.4/lash/core.so \
+         share/lua/5.1/lash_ffi.lua; do
   [ -e "$P/$f" ]; ok $? "installed $f"
 done
 soname=$(readelf -d "$P/lib/liblash.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
@@ -114,7 +115,7 @@ out=$(cd "$tmp" && env -u LASH_LUA_DIR "$P/bin/lash" eval \
 ok $? "liblash.so has no path into the source tree it was built from"
 
 # A host that links liblash.a statically adds libcurl and libsqlite3 (shared), libm and
-# libdl (lash.pc's Requires.private and Libs.private): no Lua, no libyaml.
+# libdl (lash.pc's Libs.private): no Lua, no libyaml.
 static_libs="$(pkg-config --libs libcurl sqlite3) -lm -ldl"
 g++ -std=c++17 -O1 -o "$tmp/cpphost-static" examples/cpp/host.cpp $(pkg-config --cflags lash) \
   "$P/lib/liblash.a" $static_libs >"$log" 2>&1
@@ -126,4 +127,37 @@ ok $? "the static host loads no liblash, liblua or libyaml at run time"
 rc=$?; grep -q '^status 2: Stocked: added sword (1 items)$' "$log" || rc=1
 [ $rc -ne 0 ] && sed 's/^/# /' "$log"
 ok $rc "the statically linked C++17 host runs its agent"
+# pkg-config --static: a host linked from its line alone, against a lib
+# directory holding only liblash.a, runs with no liblash at run time
+mkdir -p "$tmp/static/lib/pkgconfig" "$tmp/static/include"
+cp "$P/lib/liblash.a" "$tmp/static/lib/" && cp "$P/lib/pkgconfig/lash.pc" "$tmp/static/lib/pkgconfig/"
+cp "$P/include/"*.h "$tmp/static/include/"
+g++ -std=c++17 -O1 -o "$tmp/cpphost-pc-static" examples/cpp/host.cpp \
+  $(PKG_CONFIG_PATH=$tmp/static/lib/pkgconfig pkg-config --static --cflags --libs lash) >"$log" 2>&1
+rc=$?; [ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "a host links with \$(pkg-config --static --cflags --libs lash) alone"
+(cd "$tmp" && env -u LASH_LUA_DIR ./cpphost-pc-static) >"$log" 2>&1
+rc=$?; grep -q '^status 2: Stocked: added sword (1 items)$' "$log" || rc=1
+[ $rc -ne 0 ] && sed 's/^/# /' "$log"
+ok $rc "... and runs its agent"
+
+# a host linked against the shared library outside the loader's path: the
+# README's line needs -Wl,-rpath (or LD_LIBRARY_PATH), and says so
+cc -o "$tmp/plain-so" "$tmp/plain.c" $(pkg-config --cflags --libs lash) 2>"$log"
+out=$(cd "$tmp" && ./plain-so 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q 'liblash.so.0'; ok $? "without an rpath the loader cannot find liblash.so.0 ($out)"
+grep -q -- '-Wl,-rpath,$(pkg-config --variable=libdir lash)' README.md
+ok $? "README's embedding line says how: -Wl,-rpath with pkg-config's libdir"
+cc -o "$tmp/plain-rpath" "$tmp/plain.c" $(pkg-config --cflags --libs lash) \
+  -Wl,-rpath,"$(pkg-config --variable=libdir lash)" 2>"$log"
+(cd "$tmp" && ./plain-rpath); ok $? "... and with it the host runs"
+
+# the FFI binding installed where LuaJIT's require finds it under the prefix
+if command -v luajit >/dev/null 2>&1; then
+  out=$(LUA_PATH="$P/share/lua/5.1/?.lua;;" LASH_LIB="$P/lib/liblash.so.0" luajit -e \
+    'print(require("lash_ffi").version())' 2>&1)
+  [ -n "$out" ] && echo "$out" | grep -qv 'error'; ok $? "luajit requires the installed lash_ffi and loads liblash ($out)"
+else
+  skip "luajit requires the installed lash_ffi" "no luajit here"
+fi
 done_testing

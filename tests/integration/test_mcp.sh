@@ -129,6 +129,19 @@ check "mcp call: arguments that are not an object are a usage error (2)" test $r
 err=$("$LASH" mcp tools -- sh -c 'echo oops >&2; exit 4' 2>&1 >/dev/null); rc=$?
 check "mcp tools: a dying server is exit 1 naming its status and stderr" sh -c "[ $rc = 1 ] && echo \"\$0\" | grep -q 'exited with status 4' && echo \"\$0\" | grep -q oops" "$err"
 
+# a server that asks (elicitation): declined without a terminal, saying how
+# to answer; --accept-defaults names a required field it has no default for;
+# on a terminal the user answers field by field (the reference server)
+out=$("$LASH" mcp call trigger-elicitation-request -- "$EV" </dev/null 2>&1); rc=$?
+check "mcp call: an elicitation without a terminal is declined, saying how to answer" \
+  sh -c "echo \"\$0\" | grep -q 'declined: no terminal to ask on. Run on a terminal to answer, or give --accept-defaults' && echo \"\$0\" | grep -q 'User declined'" "$out"
+out=$("$LASH" mcp call --accept-defaults trigger-elicitation-request -- "$EV" </dev/null 2>&1)
+check "mcp call --accept-defaults: a required field without a default is named" \
+  sh -c "echo \"\$0\" | grep -q 'has no default for the required name'" "$out"
+out=$(timeout 90 python3 "$NODE_DIR/elicit_pty.py" "$LASH" mcp call trigger-elicitation-request -- "$EV" 2>&1)
+check "mcp call on a terminal asks field by field and sends the answer" \
+  sh -c "echo \"\$0\" | grep -q 'The server asks: Please provide inputs' && echo \"\$0\" | grep -q -- '- Name: Ada' && echo \"\$0\" | grep -q '\"firstLine\": \"It was a dark and stormy night.\"' && echo \"\$0\" | grep -q 'EXIT 0'" "$out"
+
 # ---- client: Streamable HTTP ---------------------------------------------
 port=$(( 20000 + RANDOM % 20000 ))
 # server-everything's HTTP transport needs Web Crypto as a global (Node >= 19;

@@ -47,6 +47,34 @@ check "a command that cannot start exits 125, saying why" \
   test "$rc" = 125 -a -n "$(grep 'could not start' "$work/err")"
 sb exec lb-aaaaaaaaaaaaaaaaaaaa -- true 2>/dev/null; rc=$?
 check "exec in a sandbox that does not exist exits 3 (unavailable)" test "$rc" = 3
+# a program under /tmp exists on the host but not in the jail (its own
+# /tmp): both jailed ways of running it say so and how to fix it
+printf '#!/bin/sh\necho hi\n' > "$work/prog" && chmod 755 "$work/prog"
+sb exec "$ID" -- "$work/prog" 2>"$work/err"; rc=$?
+check "exec of a host program under /tmp exits 125, naming the masking and the fix" \
+  test "$rc" = 125 -a -n "$(grep "is on the host, but a sandbox does not see /tmp: every sandbox has its own /tmp, and /var/tmp, /home, /root and /run are masked. Put the program where the sandbox sees the host" "$work/err")"
+"$LASH" mcp tools --sandbox -- "$work/prog" 2>"$work/err"; rc=$?
+check "a jailed MCP server under /tmp: the error names the masking too (not a bare execvp)" \
+  test "$rc" = 1 -a -n "$(grep "execvp .*No such file.*is on the host, but a sandbox does not see /tmp" "$work/err")"
+out=$(sb exec "$ID" -- sh -c 'test -d /opt && test -d /usr/local && echo seen')
+check "  the fix's directories are seen in the jail" test "$out" = seen
+
+# exec --json: the command's code and lash's own status apart
+jq_py() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+out=$(sb exec "$ID" --json -- sh -c 'echo out; printf "\377" >&2; exit 3'); rc=$?
+check "exec --json: a command's exit 3 is data, lash exits 0" test "$rc" = 0
+check "  one result line: exit code, stdout, stderr (bytes as latin1, said)" test "$(echo "$out" | jq_py \
+  "d['type'], d['exit_code'], repr(d['stdout']), d['stderr'] == '\\xff', d['stderr_encoding'], d['timed_out']")" \
+  = "result 3 'out\\n' True latin1 False"
+out=$(sb exec "$ID" --json --timeout 1 -- sleep 30); rc=$?
+check "exec --json: a timeout is the command's outcome (timed_out), lash exits 0" \
+  test "$rc" = 0 -a "$(echo "$out" | jq_py "d['timed_out']")" = True
+out=$(sb exec lb-aaaaaaaaaaaaaaaaaaaa --json -- true 2>/dev/null); rc=$?
+check "exec --json: lash's own failure is an exit line with its kind (unavailable, 3)" \
+  test "$rc" = 3 -a "$(echo "$out" | jq_py "d['type'], d['kind'], d['exit_code']")" = "exit unavailable 3"
+out=$(sb exec "$ID" --json -- no-such-command-lash 2>/dev/null); rc=$?
+check "exec --json: a command that cannot start is lash's exec_failed (125)" \
+  test "$rc" = 125 -a "$(echo "$out" | jq_py "d['kind'], 'could not start' in d['message']")" = "exec_failed True"
 
 # files
 printf 'bin\000ary\nbytes' | sb write "$ID" /workspace/data/in.bin; rc=$?

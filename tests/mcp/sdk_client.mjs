@@ -48,5 +48,26 @@ await client.ping();
 check("ping", true);
 if (url) await transport.terminateSession();
 await client.close();
+
+// a served session outlives its sandbox's lifetime (--timeout): the next
+// call gets a fresh sandbox and a note saying so, never a dead session
+if (!url) {
+  const t2 = new StdioClientTransport({ command: lash, args: ["mcp", "serve", "--timeout", "3"], env: { ...process.env },
+                                        stderr: "inherit" });
+  const c2 = new Client({ name: "sdk-test-lifetime", version: "1.0.0" });
+  await c2.connect(t2);
+  r = await c2.callTool({ name: "write_file", arguments: { path: "before.txt", content: "x" } });
+  check("a short-lived session's sandbox works", !r.isError, text(r));
+  await new Promise((res) => setTimeout(res, 5000));
+  r = await c2.callTool({ name: "run_command", arguments: { command: "echo again" } });
+  check("past its lifetime the next call runs in a fresh sandbox", !r.isError && text(r).includes("[stdout]\nagain"), text(r));
+  check("... with a note naming the flag (--timeout)", text(r).startsWith("[Note: this session's sandbox reached its "
+    + "lifetime of 3s (lash mcp serve --timeout) and a fresh one was made"), text(r));
+  r = await c2.callTool({ name: "read_file", arguments: { path: "before.txt" } });
+  check("... the files from before are gone, as the note says", r.isError === true && !text(r).includes("[Note"), text(r));
+  r = await c2.callTool({ name: "run_command", arguments: { command: "echo once more" } });
+  check("the fresh sandbox goes on with no note", !r.isError && text(r).startsWith("[stdout]"), text(r));
+  await c2.close();
+}
 console.log(`1..${n}`);
 process.exit(failed ? 1 : 0);

@@ -21,6 +21,10 @@ response is one of
   {"sse": [{"event": "name", "data": {...} or "text"}, ...],
    "cut_after_bytes": N}                                an event stream,
                    optionally cut after N bytes (the connection then closes)
+  "stall_after_events": N with an "sse" (or a streamed "json") response:
+                   send N events, then hold the connection open without a
+                   word for "stall_seconds" (default 60): a model that hangs
+                   mid-answer, for tests that cancel it
 and may carry "delay" (seconds before answering). A 200 "json" response
 to a request with "stream": true is sent as the provider's event stream
 (the wrapper's to_sse), so one fixture serves both modes. Each request to the API
@@ -176,12 +180,17 @@ def make_handler(state, api_paths, check_request, to_sse):
                 self.end_headers()
                 # write event by event, as a real stream arrives
                 pos = 0
+                sent = 0
                 while pos < len(data):
+                    if r.get("stall_after_events") is not None and sent >= r["stall_after_events"]:
+                        time.sleep(r.get("stall_seconds", 60))
+                        break
                     nxt = data.find(b"\n\n", pos)
                     end = len(data) if nxt < 0 else nxt + 2
                     self.wfile.write(data[pos:end])
                     self.wfile.flush()
                     pos = end
+                    sent += 1
                 self.close_connection = True
                 return
             if "json" in r:

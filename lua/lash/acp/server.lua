@@ -50,13 +50,15 @@ Session.__index = Session
 --   each session), `store` (a lash.sessions store, or nil: sessions are
 --   not saved and cannot be loaded), `mode` ("ask" or "auto"), `models`
 --   (more model names a client may choose), `permission_timeout`,
---   `max_prompt_bytes`, `plan` (offer the update_plan tool, default true)
+--   `max_prompt_bytes`, `plan` (offer the update_plan tool, default true),
+--   `context_window` (tokens: each model response then sends usage_update)
 function M.new(transport, opts)
   local d = defaults.acp
   local self = setmetatable({
     agent = opts.agent, spec = opts.spec, store = opts.store, mode = opts.mode or d.mode,
     permission_timeout = opts.permission_timeout or d.permission_timeout,
     max_prompt_bytes = opts.max_prompt_bytes or d.max_prompt_bytes, plan = opts.plan ~= false,
+    context_window = opts.context_window,
     sessions = {}, initialized = false, client_caps = {},
   }, Server)
   if not MODE_IDS[self.mode] then error("lash acp: mode must be ask or auto, got " .. tostring(self.mode), 2) end
@@ -385,6 +387,100 @@ METHODS["session/prompt"] = function(self, params)
 end
 
 ---------------------------------------------------------------------------
+-- The editor's files and terminals (lash.acp.editor_tools): a turn's host
+-- handle, so the tools reach this session's client
+
+local Bridge = {}
+Bridge.__index = Bridge
+
+local function uses_editor_tools(agent)
+  for _, c in ipairs(agent.capabilities or {}) do
+    if type(c) == "table" and rawget(c, "acp_editor") then return true end
+  end
+  return false
+end
+
+--- The bridge for a session's turn, or nil when its agent has no EditorTools.
+function Server:bridge_for(s)
+  if not uses_editor_tools(self.agent) then return nil end
+  return setmetatable({ editor_files = true, session = s, server = self }, Bridge)
+end
+
+function Bridge:path(p)
+  if p:sub(1, 1) == "/" then return p end
+  return (self.session.cwd:gsub("/$", "")) .. "/" .. p:gsub("^%./", "")
+end
+
+function Bridge:need(cap, what)
+  if not self.server.client_caps[cap] then
+    error(runtime.error("retry", "the editor does not offer " .. what .. " (its ACP client capabilities lack it); "
+      .. "serve a spec with lash's sandbox instead"), 0)
+  end
+end
+
+-- A client's JSON-RPC error as a tool failure the model reads.
+function Bridge:ask(method, params, opts)
+  local ok, res = pcall(self.server.peer.request, self.server.peer, method, params, opts)
+  if ok then return res end
+  if runtime.is_error(res, "cancelled") or runtime.is_error(res, "timeout") then error(res, 0) end
+  error(runtime.error("retry", method .. ": " .. tostring(type(res) == "table" and res.message or res)), 0)
+end
+
+function Bridge:read_text_file(path, line, limit)
+  self:need("read", "reading files")
+  local r = self:ask("fs/read_text_file", { sessionId = self.session.id, path = self:path(path), line = line,
+                                            limit = limit })
+  if type(r) ~= "table" or type(r.content) ~= "string" then
+    error(runtime.error("retry", "fs/read_text_file: the editor answered without content"), 0)
+  end
+  return r.content
+end
+
+function Bridge:write_text_file(path, content)
+  self:need("write", "writing files")
+  self:ask("fs/write_text_file", { sessionId = self.session.id, path = self:path(path), content = content })
+end
+
+-- Run `command` in an editor terminal shown in tool call `call_id`; returns
+-- {output, truncated, exit_code, signal, timed_out}.
+function Bridge:run(call_id, command, timeout)
+  self:need("terminal", "terminals")
+  local s = self.session
+  local t = self:ask("terminal/create", { sessionId = s.id, command = "/bin/sh", args = { "-c", command },
+                                          cwd = s.cwd, outputByteLimit = 1024 * 1024 })
+  local tid = type(t) == "table" and t.terminalId
+  if type(tid) ~= "string" then error(runtime.error("retry", "terminal/create: the editor gave no terminalId"), 0) end
+  local ids = { sessionId = s.id, terminalId = tid }
+  if call_id then
+    s.terminal_of[call_id] = tid
+    s:update { sessionUpdate = "tool_call_update", toolCallId = call_id,
+               content = { { type = "terminal", terminalId = tid } } }
+  end
+  local ok, res = pcall(function()
+    local timed_out = false
+    local wok, st = pcall(self.ask, self, "terminal/wait_for_exit", ids, { timeout = timeout })
+    if not wok then
+      if not runtime.is_error(st, "timeout") then error(st, 0) end
+      timed_out = true
+      self:ask("terminal/kill", ids)
+    end
+    local out = self:ask("terminal/output", ids)
+    out = type(out) == "table" and out or {}
+    st = type(st) == "table" and st or (type(out.exitStatus) == "table" and out.exitStatus or {})
+    return { output = type(out.output) == "string" and out.output or "", truncated = out.truncated == true,
+             exit_code = math.tointeger(st.exitCode), signal = type(st.signal) == "string" and st.signal or nil,
+             timed_out = timed_out }
+  end)
+  if not ok then
+    -- cancelled or failed: the command must not outlive its call
+    pcall(self.server.peer.request, self.server.peer, "terminal/kill", ids, { timeout = 5 })
+  end
+  pcall(self.server.peer.request, self.server.peer, "terminal/release", ids, { timeout = 5 })
+  if not ok then error(res, 0) end
+  return res
+end
+
+---------------------------------------------------------------------------
 -- A turn
 
 function Session:update(u)
@@ -456,6 +552,13 @@ function Session:on_event(ev)
       u.content = protocol.text_content(tostring(ev.content or ""))
     end
     self:update(u)
+  elseif t == "usage" and self.server.context_window and type(ev.usage) == "table" then
+    -- what the last request put in the context: its input (cached or not) and its answer
+    local u, used = ev.usage, 0
+    for _, k in ipairs { "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens" } do
+      used = used + (math.tointeger(u[k]) or 0)
+    end
+    self:update { sessionUpdate = "usage_update", used = used, size = self.server.context_window }
   elseif t == "plan" then
     self:update { sessionUpdate = "plan", entries = protocol.plan_entries(ev.entries) }
   end

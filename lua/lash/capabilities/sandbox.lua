@@ -36,6 +36,7 @@ local options = require "lash.options"
 local defaults = require "lash.defaults"
 local trust = require "lash.trust"
 local sandbox_tools = require "lash.capabilities.sandbox_tools"
+local sandbox_stream = require "lash.capabilities.sandbox_stream"
 
 local M = {}
 
@@ -825,7 +826,7 @@ local PARAMS = {
 }
 M.PARAMETERS = PARAMS
 
-function Run:run_command(args)
+function Run:run_command(args, ctx)
   local t = opt(args.timeout_seconds)
   local bad = fmt.check_timeout(t)
   if bad then return nil, bad end
@@ -833,7 +834,8 @@ function Run:run_command(args)
   if cmd:find("\0", 1, true) then return nil, "command must not contain NUL bytes." end
   local sb = self:sandbox()
   local deadline = self:deadline(t)
-  local ok, r = pcall(sb.exec, sb, cmd, { timeout = deadline, max_output_bytes = self.opts.max_output_bytes })
+  -- streamed as tool_output_delta events while it runs (lash.capabilities.sandbox_stream)
+  local ok, r = sandbox_stream.exec(ctx, sb, cmd, { timeout = deadline, max_output_bytes = self.opts.max_output_bytes })
   if not ok then return self:failure(r) end
   return fmt.command_output(r, { max_lines = self.opts.max_output_lines, max_bytes = self.opts.max_output_bytes,
                                  deadline = deadline })
@@ -894,7 +896,7 @@ function Run:tools()
   local run_desc = fmt.RUN_COMMAND
   if self.cap.claims then run_desc = run_desc .. " " .. (self.note or fmt.NOTE_BEFORE_ATTACH) end
   local function handler(method)
-    return function(_, args) return method(self, args) end
+    return function(ctx, args) return method(self, args, ctx) end
   end
   local list = {
     tool.new { name = "run_command", description = run_desc, parameters = PARAMS.run_command,

@@ -36,7 +36,8 @@ function M.event(p, ev, h)
     p.nested_text[k] = buf
     return
   end
-  if ty == "thinking_delta" or ty == "thinking" or ty == "model_request" or ty == "usage" then return end
+  if ty == "thinking_delta" or ty == "thinking" or ty == "model_request" or ty == "usage"
+      or ty == "tool_output_delta" then return end
   flush(p, ev, h)
   local pre = prefix(p, ev)
   if ty == "run_start" then

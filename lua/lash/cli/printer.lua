@@ -40,7 +40,8 @@ function M.new(opts)
   local color = opts.color
   if color == nil then color = M.use_color(tty) end
   return setmetatable({ write = write, tty = tty, color = color, json = opts.json, width = opts.width or 100,
-                        at_line_start = true, spin_label = nil, spin_line = false, started = nil }, Printer)
+                        at_line_start = true, spin_label = nil, spin_line = false, started = nil,
+                        header_note = opts.header_note }, Printer)
 end
 
 function Printer:paint(style, s)
@@ -57,6 +58,7 @@ function Printer:clear_spin()
 end
 
 function Printer:line(s)
+  self:end_live()
   self:clear_spin()
   if not self.at_line_start then self.write("\n") end
   self.write(s .. "\n")
@@ -64,6 +66,7 @@ function Printer:line(s)
 end
 
 function Printer:text(s)
+  self:end_live()
   self:clear_spin()
   self.write(s)
   self.at_line_start = s:sub(-1) == "\n"
@@ -79,6 +82,7 @@ function Printer:spin(label)
     local i = 0
     while true do
       L.sleep(0.1)
+      if self.live and self.live.dirty then self:draw_live() end
       if self.spin_label and self.at_line_start then
         i = i % #SPIN + 1
         local secs = L.now() - self.spin_since
@@ -170,11 +174,65 @@ function M.usage_line(u, elapsed)
   return table.concat(parts, " · ")
 end
 
+-- ---- the live tail of a running command (tool_output_delta, TTY only) ----
+-- The last LIVE_LINES lines of what a command prints, redrawn in place
+-- under its tool line (at most every LIVE_EVERY seconds; the spinner's tick
+-- draws what came in between) and erased when anything else is printed:
+-- the result line says how it ended.
+local LIVE_LINES, LIVE_EVERY = 5, 0.05
+
+local function live_width(self)
+  local cols = tonumber(os.getenv("COLUMNS") or "") or 80
+  return math.max(20, math.min(self.width, cols - 6))
+end
+
+-- A line cut to `width` characters (not bytes: UTF-8 counts once).
+local function fit(line, width)
+  local n, cut = 0, nil
+  for pos in line:gmatch("()[^\128-\191]") do
+    n = n + 1
+    if n > width then cut = pos break end
+  end
+  return cut and (line:sub(1, cut - 1) .. "…") or line
+end
+
+function Printer:draw_live()
+  local live = self.live
+  local shown = {}
+  for _, l in ipairs(live.lines) do shown[#shown + 1] = l end
+  if live.partial ~= "" then shown[#shown + 1] = live.partial end
+  while #shown > LIVE_LINES do table.remove(shown, 1) end
+  self:clear_spin()
+  local out = {}
+  -- back to the region's first line, cleared to the end of the screen
+  if live.drawn > 0 then out[1] = "\27[" .. live.drawn .. "F\27[J" end
+  local width = live_width(self)
+  for _, l in ipairs(shown) do
+    out[#out + 1] = self:paint("dim", "  │ " .. fit(visible(l:gsub("\t", "  ")), width)) .. "\n"
+  end
+  self.write(table.concat(out))
+  live.drawn, live.dirty, live.at = #shown, false, runtime.now()
+  self.at_line_start = true
+end
+
+--- Erase the live tail (before anything else is printed).
+function Printer:end_live()
+  local live = self.live
+  if not live then return end
+  self.live = nil
+  if live.drawn > 0 then
+    self:clear_spin()
+    self.write("\27[" .. live.drawn .. "F\27[J")
+    self.at_line_start = true
+  end
+end
+
 local handlers = {}
 
 function handlers.run_start(self, ev)
   self.started = runtime.now()
-  self:line(self:paint("dim", "● " .. tostring(ev.agent) .. " · " .. tostring(ev.model)))
+  self:line(self:paint("dim", "● " .. tostring(ev.agent) .. " · " .. tostring(ev.model)
+    .. (self.header_note and (" · " .. self.header_note) or "")))
 end
 
 function handlers.model_request(self)
@@ -221,6 +279,29 @@ function handlers.tool_call(self, ev)
   end_thinking(self)
   self:line(self:paint("cyan", "▸ " .. ev.name) .. " " .. self:paint("dim", one_line(args_text(ev.args), self.width)))
   self:spin("running " .. ev.name)
+end
+
+function handlers.tool_output_delta(self, ev)
+  -- piped, the output would only be mixed into the answer's text: the
+  -- result line and --json carry it
+  if not self.tty then return end
+  local live = self.live
+  if not live then
+    if not self.at_line_start then self.write("\n") self.at_line_start = true end
+    live = { lines = {}, partial = "", drawn = 0, at = 0 }
+    self.live = live
+  end
+  local text = ev.text or ""
+  if ev.dropped then text = string.format("[… %d bytes left out …]\n", ev.dropped) .. text end
+  text = live.partial .. text:gsub("\r\n", "\n")
+  for line in text:gmatch("([^\n]*)\n") do
+    -- a progress bar redraws its line with \r: show what it shows last
+    live.lines[#live.lines + 1] = line:match("([^\r]*)\r*$")
+    if #live.lines > LIVE_LINES then table.remove(live.lines, 1) end
+  end
+  live.partial = (text:match("[^\n]*$") or ""):match("([^\r]*)\r*$")
+  live.dirty = true
+  if runtime.now() - live.at >= LIVE_EVERY then self:draw_live() end
 end
 
 function handlers.approval_request(self, ev)

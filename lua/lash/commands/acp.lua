@@ -36,6 +36,9 @@ options:
   --permission-timeout S    seconds a permission request waits for the
                             editor before the call is denied (default 300)
   --max-prompt-bytes N      the largest prompt taken (default 8 MiB)
+  --context-window N        the model's context window in tokens: with it,
+                            each model response reports the context used
+                            (usage_update)
 
 Zed (settings.json):
   "agent_servers": { "lash": { "command": "lash", "args": ["acp", "/path/spec.lua"] } }
@@ -48,6 +51,7 @@ local OPTIONS = {
   ["--trust"] = { "trust", "flag" }, ["--no-save"] = { "no_save", "flag" }, ["--no-plan"] = { "no_plan", "flag" },
   ["--permission-timeout"] = { "permission_timeout", "value" },
   ["--max-prompt-bytes"] = { "max_prompt_bytes", "count" },
+  ["--context-window"] = { "context_window", "count" },
 }
 
 -- The agent: the spec's, or lash's default.
@@ -127,6 +131,7 @@ function M.main(args, cli)
   local ok, srv = pcall(server.new, stdio.stdio_self(server.CLIENT), {
     agent = agent, spec = spec, store = store, mode = o.mode, models = models,
     permission_timeout = timeout, max_prompt_bytes = o.max_prompt_bytes, plan = not o.no_plan,
+    context_window = o.context_window,
   })
   if not ok then
     if store then store:close() end

@@ -20,10 +20,11 @@ local runtime = require "lash.runtime"
 local M = {
   signals = true,      -- SIGTERM/SIGHUP stop lash as for `lash run`; SIGINT is the session's
   summary = "talk with an agent spec in an interactive session",
-  usage = [[usage: lash chat SPEC [options]
+  usage = [[usage: lash chat [SPEC] [options]
 
 An interactive session with the agent in SPEC (a .lua, .yaml or .json
-spec, as for `lash run`). Each line is a turn of one conversation: the
+spec, as for `lash run`), or without SPEC with the built-in agent (a
+coder in a sandbox, with the configured model). Each line is a turn of one conversation: the
 model's text streams as it arrives, tool calls show as `lash run` shows
 them, and a tool call that needs approval is asked about inline
 (y: allow, n: deny, e: edit its arguments as JSON, then allow).
@@ -32,6 +33,8 @@ commands (at the prompt):
   /help            these commands
   /reset           forget the conversation (start a new one)
   /model [M]       show the model, or use M from the next turn on
+                   (a continued session keeps the one it last used;
+                   /model default goes back to the spec's)
   /tools           list the tools the agent offers
   /save [TITLE]    say which saved session holds the conversation (every
                    turn is recorded in the sessions database); TITLE names
@@ -41,9 +44,12 @@ commands (at the prompt):
 
 keys: line editing and history (up/down arrows) from libedit (emacs
 bindings; ~/.editrc with `lash:` lines changes them). Ctrl-C cancels the
-running turn (its sandbox commands are killed; the conversation is as
-before the turn); at the prompt it clears the line, and a second Ctrl-C
-on an empty line ends the session, as Ctrl-D does.
+running turn: its sandbox commands are killed, and the turn stays in the
+conversation as the model left it (what it streamed so far is its answer,
+its unfinished tool calls are answered as interrupted), so the next prompt
+never follows an unanswered one; `lash run --continue` keeps a cut-short
+run the same way. At the prompt Ctrl-C clears the line, and a second
+Ctrl-C on an empty line ends the session (exit 130).
 
 options:
   --model M        use model M instead of the spec's
@@ -54,14 +60,14 @@ options:
   --trust          load a Lua spec with the full standard library
   --backend B      the sandbox backend (local, modal) instead of the spec's
   --no-history     do not read or write the input history file
-  --continue, -c   continue the most recent saved session
+  --continue, -c   continue the most recent saved session of this spec
+                   (of the built-in agent: in this directory)
   --resume ID      continue saved session ID (or a unique prefix of it)
   --no-save        do not record this session (also LASH_NO_SAVE=1)
 
 Every turn is recorded as it happens (spec, model, messages, usage,
 outcome) in the sessions database, as `lash run` records its runs; see
-`lash sessions`. A cancelled turn stays in the conversation, its
-unfinished tool calls answered as interrupted, so the model knows.
+`lash sessions`; a cancelled turn is recorded as cancelled.
 
 The input history is $XDG_STATE_HOME/lash/chat_history (default
 ~/.local/state/lash/chat_history), mode 0600. When standard input is not a
@@ -75,6 +81,7 @@ local HELP = [[
 /help            these commands
 /reset           forget the conversation
 /model [M]       show the model, or switch to M for the next turns
+                 (/model default: back to the spec's or the configured one)
 /tools           list the agent's tools
 /save [TITLE]    say which saved session this is (every turn is recorded); TITLE names it
 /export FILE     write the conversation to FILE (JSON)
@@ -247,10 +254,13 @@ function Session:turn(prompt)
   local handle = printer:handler()
   local opts = {
     history = self.history, model = self.model, model_settings = self.model_settings,
-    limits = self.limits, deps = self.deps, stream = self.stream,
+    limits = self.limits, deps = self.deps, stream = self.stream, toolsets = self.toolsets,
     on_event = function(ev)
       -- the session's header said who and what; each turn's own start is quiet
       if ev.type == "run_start" then printer.started = runtime.now() return end
+      -- what the model streams, kept for a turn cut short (Ctrl-C)
+      if ev.type == "text_delta" then self.streamed[#self.streamed + 1] = ev.text
+      elseif ev.type == "model_request" or ev.type == "usage" then self.streamed = {} end
       handle(ev)
     end,
   }
@@ -268,6 +278,7 @@ function Session:turn(prompt)
     opts.approve = function(_, call) return self:ask(call) end
   end
   self.cancelled = false
+  self.streamed = {}
   self.term.forget_interrupts()
   -- the conversation's sandbox: the same one every turn (a fresh one if it
   -- ended while the user was away)
@@ -322,6 +333,13 @@ function Session:turn(prompt)
       got[#got + 1] = closing
       if rec then self:record(rec, closing) end
     end
+    -- what it streamed stays as its (interrupted) answer, as lash run
+    -- --continue keeps it; the next prompt never follows a user message
+    local said = sessions.close_unanswered(got, table.concat(self.streamed))
+    if said then
+      got[#got + 1] = said
+      if rec then self:record(rec, said) end
+    end
   end
   if rec then
     self:close_run(rec, { status = cancelled and "cancelled" or "error",
@@ -334,7 +352,8 @@ function Session:turn(prompt)
     return { kind = "cancelled", exit_code = 1, message = "stopped" }
   end
   if cancelled then
-    self:say("yellow", "turn cancelled (the model will see that its unfinished tool calls were interrupted)")
+    self:say("yellow", "turn cancelled (it stays in the conversation: what the model said so far, its unfinished "
+      .. "tool calls answered as interrupted)")
     return nil
   end
   local o = self.cli.outcome(e)
@@ -345,6 +364,38 @@ function Session:turn(prompt)
     return o
   end
   return nil
+end
+
+-- The last turns of a continued conversation, as the session showed them:
+-- the prompts, the model's text, its tool calls (results left out).
+function Session:replay(turns)
+  local one_line = require("lash.cli.printer").one_line
+  local json = require "lash.json"
+  local h = self.history
+  local from = 1
+  local seen = 0
+  for i = #h, 1, -1 do
+    local m = h[i]
+    if m.role == "user" then
+      for _, p in ipairs(m.parts or {}) do
+        if p.type == "text" then seen = seen + 1 break end
+      end
+      if seen == turns then from = i break end
+    end
+  end
+  if from > 1 then self:say("dim", "(" .. (from - 1) .. " earlier messages not shown)") end
+  for i = from, #h do
+    local m = h[i]
+    for _, p in ipairs(m.parts or {}) do
+      if m.role == "user" and p.type == "text" then
+        self:say("dim", "> " .. one_line(p.text, 96))
+      elseif m.role == "assistant" and p.type == "text" and p.text:match("%S") then
+        self.out(p.text:gsub("%s+$", "") .. "\n")
+      elseif p.type == "tool_call" then
+        self:say("cyan", "▸ " .. p.name .. " " .. one_line(json.try_encode(p.args) or "", 80))
+      end
+    end
+  end
 end
 
 -- The tools the agent offers, without starting a run: its toolsets and
@@ -418,6 +469,9 @@ function Session:command(line)
   elseif name == "model" then
     if rest == "" then
       self.out("model: " .. self:model_label() .. "\n")
+    elseif rest == "default" then
+      self.model = self.default_model
+      self.out("model: " .. self:model_label() .. " (from the next turn)\n")
     else
       local ok, err = pcall(require("lash.models").resolve, rest)
       if not ok then
@@ -509,12 +563,23 @@ function M.open_sessions(s, o)
   end
   s.store, s.saving = store, true
   if not (o.continue or o.resume) then return nil end
-  local ref = o.resume or store:latest()
-  if not ref then return { kind = "usage", exit_code = 2, message = "no saved session to continue (lash sessions list shows them)" } end
+  -- --continue: the latest session of this spec (of the built-in agent: in this directory)
+  local ref = o.resume or store:latest(s.spec_abs)
+  if not ref then
+    return { kind = "usage", exit_code = 2, message = "no saved session of " .. (s.spec_path or "the built-in agent in "
+      .. "this directory") .. " to continue (lash sessions list shows every session; --resume ID continues any)" }
+  end
   local session, err = store:resume(ref)
   if not session then return { kind = "usage", exit_code = 2, message = err } end
   s.session = session
   s.history = require("lash.json").copy(session.history)
+  -- the model the conversation last used (a /model switch), unless the
+  -- command line names one; a Lua function model has no name to restore
+  local last = session.meta and session.meta.model
+  if not o.model and type(last) == "string" and last ~= s:model_label()
+      and (last:match("^[%w_%-]+:.") or last == "test") and not last:match("^function:") then
+    s.model = last
+  end
   local dangling = sessions.dangling_calls(s.history)
   if #dangling > 0 then
     -- the calls that never returned are answered before the next prompt
@@ -526,10 +591,12 @@ end
 
 function M.main(args, cli)
   local o = parse_args(args, cli)
-  local spec_path = o.positional[1]
-  if not spec_path then cli.usage_error("missing the agent spec (a .lua, .yaml or .json file)") end
-  if #o.positional > 1 then
-    cli.usage_error("too many arguments: lash chat takes the spec only (type the prompts in the session)")
+  local builtin = require "lash.cli.default_agent"
+  local spec_path, rest, aerr = builtin.split(o.positional, "chat")
+  if aerr then cli.usage_error(aerr) end
+  if #rest > 0 or (not spec_path and #o.positional > 0) then
+    cli.usage_error("too many arguments: lash chat takes a spec or nothing (the built-in agent); type the "
+      .. "prompts in the session")
   end
   local host = cli.host
   local term = host and host.term
@@ -542,10 +609,18 @@ function M.main(args, cli)
   local _, cerr = config.get()
   if cerr then return { kind = "spec", message = cerr } end
   local backend, from = config.backend(o.backend)
-  local agent, err = require("lash.spec").load(spec_path, { trust = o.trust,
-                                                backend = from == "cli" and backend or nil })
+  local agent, err
+  if spec_path then
+    agent, err = require("lash.spec").load(spec_path, { trust = o.trust, backend = from == "cli" and backend or nil })
+  else
+    agent = builtin.agent()
+    if from == "cli" then agent, err = require("lash.cli.agents").with_backend(agent, backend) end
+  end
   if agent and backend and from ~= "cli" then agent, err = require("lash.cli.agents").default_backend(agent, backend) end
-  if not agent then return { kind = "spec", message = "cannot load the spec: " .. tostring(err) } end
+  if not agent then
+    return { kind = "spec",
+             message = (spec_path and "cannot load the spec: " or "the built-in agent: ") .. tostring(err) }
+  end
   local deps
   if o.deps then
     local d, derr = json.try_decode(o.deps)
@@ -553,6 +628,9 @@ function M.main(args, cli)
     deps = d
   end
   local defaults = config.run_defaults(agent, o)
+  if defaults.model == nil and agent.model == nil then
+    return { kind = "spec", message = builtin.no_model(spec_path) }
+  end
   local tty_out = render.is_tty(1)
   local color = render.use_color(tty_out)
   local s = setmetatable({
@@ -567,9 +645,13 @@ function M.main(args, cli)
       return "\27[" .. codes[style] .. "m" .. str .. "\27[0m"
     end,
   }, Session)
+  s.default_model = s.model
+  -- the config's MCP servers join every turn (after the spec's own toolsets)
+  s.toolsets = require("lash.cli.config_servers").toolsets()
   s.conversation = require("lash.cli.agents").conversation(agent)
   s.spec_path = spec_path
-  s.spec_abs = spec_path:sub(1, 1) == "/" and spec_path or ((os.getenv("PWD") or ".") .. "/" .. spec_path)
+  s.spec_abs = not spec_path and builtin.session_spec()
+    or spec_path:sub(1, 1) == "/" and spec_path or ((os.getenv("PWD") or ".") .. "/" .. spec_path)
   local serr = M.open_sessions(s, o)
   if serr then return serr end
   s.exporter = require("lash.commands.run").trace_exporter(config, cli)
@@ -582,6 +664,7 @@ function M.main(args, cli)
     s:say("dim", "● " .. tostring(agent.name) .. " · " .. s:model_label()
       .. (s.session and (" · session " .. s.session.id .. " (" .. #s.history .. " messages)") or "")
       .. " · /help for commands, Ctrl-D to exit")
+    if s.session and #s.history > 0 then s:replay(3) end
   end
   local ok, res = pcall(s.loop, s)
   s.conversation:close()
@@ -589,8 +672,8 @@ function M.main(args, cli)
   if s.exporter then s.exporter:shutdown() end
   if s.store then
     if s.session and s.interactive and ok then
-      s:say("dim", "saved as session " .. s.session.id .. " (lash chat " .. spec_path .. " --resume "
-        .. s.session.id .. " continues it)")
+      s:say("dim", "saved as session " .. s.session.id .. " (lash chat " .. (spec_path and (spec_path .. " ") or "")
+        .. "--resume " .. s.session.id .. " continues it)")
     end
     s.store:close()
   end

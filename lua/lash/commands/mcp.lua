@@ -37,12 +37,15 @@ local M = {
   destroyed after); for URLs --header 'Name: value' (repeatable) and
   --bearer-token T (or $LASH_MCP_TOKEN), else OAuth: tokens from `lash mcp
   login`, or the login flow itself when stderr is a terminal (--client-id,
-  --client-secret, --scope as for login). Exit codes: 0 success; 1 the server failed or the tool
+  --client-secret, --scope as for login). A server that asks for input
+  (elicitation) is answered on a terminal, field by field; --accept-defaults
+  accepts with the schema's defaults; otherwise it is declined, saying so. Exit codes: 0 success; 1 the server failed or the tool
   returned an error (isError); 2 usage; 4 authorization needed or refused.
 
   serve: one sandbox per MCP session, created when the client initializes
   and destroyed when it disconnects (with --attach: the existing sandbox,
-  never destroyed). Hosts: `claude mcp add lash -- lash mcp serve`, or in
+  never destroyed). Past its lifetime (--timeout, default 300 s) the next
+  call runs in a fresh sandbox, its result starting with a note saying so. Hosts: `claude mcp add lash -- lash mcp serve`, or in
   Codex's config.toml: [mcp_servers.lash] command = "lash",
   args = ["mcp", "serve"].]==],
 }
@@ -80,7 +83,18 @@ local function server_def(cli, o, rest, pos)
 end
 
 -- The client, and for --sandbox the sandbox to destroy after it.
-local function connect(def)
+-- How a server's elicitation is answered from the CLI (lash.cli.elicit).
+local function elicit_handler(o)
+  local printer = require "lash.cli.printer"
+  return require("lash.cli.elicit").handler {
+    accept_defaults = o["accept-defaults"], tty = printer.is_tty(0) and printer.is_tty(2),
+    read = function() return io.stdin:read("l") end,
+    write = function(str) io.stderr:write(str) io.stderr:flush() end,
+    warn = function(str) io.stderr:write(str) end,
+  }
+end
+
+local function connect(def, o)
   local mcp = require "lash.mcp"
   local sb
   if def.sandbox then sb = runtime.sandbox.create {} end
@@ -89,7 +103,8 @@ local function connect(def)
     if sb then sb:close() end
     error(transport, 0)
   end
-  local ok, c = pcall(mcp.connect_client, transport, { name = def.name, timeout = def.timeout })
+  local ok, c = pcall(mcp.connect_client, transport, { name = def.name, timeout = def.timeout,
+                                                       on_elicit = o and elicit_handler(o) or nil })
   if not ok then
     pcall(transport.close, transport)
     if sb then sb:close() end
@@ -110,7 +125,7 @@ end
 
 local CLIENT_OPTS = { json = "flag", env = "env", cwd = "value", timeout = "value", header = "header",
                       ["bearer-token"] = "value", sandbox = "flag", ["client-id"] = "value",
-                      ["client-secret"] = "value", scope = "value" }
+                      ["client-secret"] = "value", scope = "value", ["accept-defaults"] = "flag" }
 
 local function oauth_for(cli, o, url)
   if not url or not url:match("^https?://") then cli.usage_error("give the server's URL, e.g. https://example.com/mcp") end
@@ -150,7 +165,7 @@ local function cmd_tools(args, cli)
   local def = server_def(cli, o, rest, pos)
   if #pos > 0 then cli.usage_error("unexpected argument '" .. pos[1] .. "' (the server's command goes after --)") end
   local json = require "lash.json"
-  local ok, c = pcall(connect, def)
+  local ok, c = pcall(connect, def, o)
   if not ok then return fail(cli, "tools", c) end
   local ok2, tools = pcall(c.list_tools, c)
   c:close()
@@ -186,7 +201,7 @@ local function cmd_call(args, cli)
     targs = v
   end
   local mcp = require "lash.mcp"
-  local ok, c = pcall(connect, def)
+  local ok, c = pcall(connect, def, o)
   if not ok then return fail(cli, "call", c) end
   local ok2, res = pcall(c.call_tool, c, name, targs, { timeout = o.timeout and tonumber(o.timeout) or nil })
   c:close()

@@ -8,13 +8,16 @@ local M = {
   signals = true,      -- SIGINT/SIGTERM/SIGHUP cancel the run and clean up
   json_final = true,   -- --json ends with one {"type":"exit",...} line
   summary = "run an agent spec and stream what it does",
-  usage = [[usage: lash run SPEC [PROMPT] [options]
+  usage = [[usage: lash run [SPEC] [PROMPT] [options]
 
 Loads SPEC (a .lua file returning lash.agent{...} or a table in the same
 shape, or a .yaml/.yml/.json agent spec), runs it on PROMPT (or on standard
 input when PROMPT is absent and stdin is not a terminal), and prints the
 model's text as it arrives, each tool call with a short result, and a usage
-line.
+line. Without SPEC, the built-in agent runs: a coder in a sandbox, with the
+configured model (--model, LASH_MODEL or the config file's). The first
+argument is SPEC when it ends in .lua, .yaml, .yml or .json; otherwise it is
+the prompt: lash run "what is 2+2" --model test.
 
 options:
   --model M        use model M instead of the spec's (e.g. test,
@@ -40,8 +43,10 @@ options:
   --output-schema FILE
                    the answer must be JSON matching the JSON Schema in FILE
                    (validated, retried on mismatch; printed as JSON)
-  --continue, -c   continue the most recent saved session: its messages
-                   are the history of this run, which is added to it
+  --continue, -c   continue the most recent saved session of this spec
+                   (of the built-in agent: in this directory); its
+                   messages are the history of this run, which is added
+                   to it, and the header names it
   --resume ID      continue saved session ID (or a unique prefix of it);
                    without a PROMPT, a session whose last turn's tool calls
                    never finished (killed, or stopped for approval) runs
@@ -92,7 +97,7 @@ function M.load_spec(path, opts)
 end
 
 local function read_prompt(o, render)
-  local prompt = o.positional[2]
+  local prompt = o.prompt_arg
   if prompt then return prompt end
   if render.is_tty(0) then return nil end
   local data = io.read("a")
@@ -170,15 +175,18 @@ function M.ask_elicitation(call)
 end
 
 -- The saved session this run continues (--continue/--resume), or nil.
-local function continued(o, sessions)
+-- --continue goes on with the latest session of this spec (of the
+-- built-in agent: in this directory), never another spec's.
+local function continued(o, sessions, scope, spec_path)
   if not (o.continue or o.resume) then return nil end
   local store = sessions.open()
   local ref = o.resume
   if not ref then
-    ref = store:latest()
+    ref = store:latest(scope)
     if not ref then
       store:close()
-      return nil, "no saved session to continue (lash sessions list shows them)"
+      return nil, "no saved session of " .. (spec_path or "the built-in agent in this directory")
+        .. " to continue (lash sessions list shows every session; --resume ID continues any of them)"
     end
   end
   local session, err = store:resume(ref)
@@ -261,7 +269,7 @@ end
 -- left out, so a failing handler shows where it failed and nothing else.
 -- LASH_LOG=debug keeps the whole traceback.
 -- @treturn string lines, each ending in a newline (maybe none)
-function M.user_frames(traceback, message)
+function M.user_frames(traceback)
   traceback = tostring(traceback)
   if os.getenv("LASH_LOG") == "debug" then return traceback .. "\n" end
   local out = {}
@@ -301,11 +309,13 @@ function M.main(args, cli)
   -- alive: the collector would only walk it. It resumes as the run starts.
   collectgarbage("stop")
   local o = parse_args(args, cli)
-  local spec_path = o.positional[1]
-  if not spec_path then cli.usage_error("missing the agent spec (a .lua, .yaml or .json file)") end
+  local builtin = require "lash.cli.default_agent"
+  local spec_path, rest, aerr = builtin.split(o.positional, "run")
+  if aerr then cli.usage_error(aerr) end
+  o.prompt_arg = rest[1]
   if o.owner and not o.attach then cli.usage_error("--owner only applies together with --attach") end
-  if #o.positional > 2 and not o.describe then
-    cli.usage_error("too many arguments: quote the prompt (got " .. #o.positional - 1 .. " words after the spec)")
+  if #rest > 1 and not o.describe then
+    cli.usage_error("too many arguments: quote the prompt (got " .. #rest .. " words after the spec)")
   end
   local render = require "lash.cli.printer"
   local json = require "lash.json"
@@ -313,47 +323,68 @@ function M.main(args, cli)
   local _, cerr = config.get()
   if cerr then return { kind = "spec", message = cerr } end
   local backend, from_cli = config.backend(o.backend)
-  local agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner,
-                                                backend = (from_cli == "cli" or o.attach) and backend or nil,
-                                                -- --describe reports conflicts itself
-                                                check_tools = not o.describe })
+  local agent, err
+  if spec_path then
+    agent, err = M.load_spec(spec_path, { trust = o.trust, attach = o.attach, owner = o.owner,
+                                          backend = (from_cli == "cli" or o.attach) and backend or nil,
+                                          -- --describe reports conflicts itself
+                                          check_tools = not o.describe })
+  else
+    agent = builtin.agent()
+    if o.attach then
+      agent, err = require("lash.cli.agents").attach_agent(agent, o.attach, o.owner, backend)
+    elseif from_cli == "cli" then
+      agent, err = require("lash.cli.agents").with_backend(agent, backend)
+    end
+  end
   if agent and backend and from_cli ~= "cli" and not o.attach then agent, err = require("lash.cli.agents").default_backend(agent, backend) end
   if not agent then
-    return { kind = "spec", message = "cannot load the spec: " .. tostring(err) }
+    return { kind = "spec", message = (spec_path and "cannot load the spec: " or "the built-in agent: ")
+      .. tostring(err) }
   end
-  if o.describe then return M.describe(agent, spec_path, o, config, cli, render) end
+  if o.describe then return M.describe(agent, spec_path or "built-in.lua", o, config, cli, render) end
+  local scope = spec_path and abspath(spec_path) or builtin.session_spec()
   local save = not o.no_save and not (os.getenv("LASH_NO_SAVE") or ""):match("^[1ty]")
   -- the store is loaded only when a run saves or continues (a cold start
   -- pays for every module it loads)
   local sessions = (save or o.continue or o.resume) and require "lash.sessions" or nil
-  local session, serr = continued(o, sessions)
+  local session, serr = continued(o, sessions, scope, spec_path)
   if serr then return { kind = "usage", message = serr } end
   local history = session and json.copy(session.history) or nil
   local partial = session and session.partial
   local dangling = history and sessions.dangling_calls(history) or {}
   local prompt = read_prompt(o, render)
   if not prompt and #dangling == 0 then
-    cli.usage_error("missing the prompt (give it after the spec, or on standard input)")
+    cli.usage_error(spec_path and "missing the prompt (give it after the spec, or on standard input)"
+      or "missing the prompt: lash run \"PROMPT\" asks the built-in agent, lash run SPEC \"PROMPT\" runs a spec "
+         .. "(the prompt may also come on standard input)")
   end
   local opts = {}
   local perr
+  local fresh_session = false
   if prompt then
     prompt, opts.output, perr = M.prompt_and_output(prompt, o)
     if perr then cli.usage_error(perr) end
   end
   local defaults = config.run_defaults(agent, o)
   opts.model, opts.model_settings = defaults.model, defaults.model_settings
+  -- the config's MCP servers join the run (after the spec's own toolsets)
+  opts.toolsets = require("lash.cli.config_servers").toolsets()
+  if opts.model == nil and agent.model == nil then
+    return { kind = "spec", message = builtin.no_model(spec_path) }
+  end
   if not save and session then
     session.store:close()
     session = nil
   elseif save then
     local label = require("lash.agent").model_label(opts.model or agent.model)
     local fresh = not session
+    fresh_session = fresh
     local ok, e = pcall(function()
       if fresh then
-        session = sessions.open():start { kind = "run", spec = abspath(spec_path), agent = agent.name, model = label }
+        session = sessions.open():start { kind = "run", spec = scope, agent = agent.name, model = label }
       end
-      session:begin { prompt = type(prompt) == "string" and prompt or o.positional[2], model = label }
+      session:begin { prompt = type(prompt) == "string" and prompt or o.prompt_arg, model = label }
     end)
     if not ok then
       -- a place lash may not write (a read-only home) is no reason to refuse
@@ -367,9 +398,11 @@ function M.main(args, cli)
     end
   end
   local on_message, finish, record_event = recorder(session, cli)
-  if partial then
-    -- the last turn was cut short while streaming: what it said is history
-    local said = sessions.partial_message(partial)
+  -- the last turn was cut short: what it streamed is its answer (or a note
+  -- that it said nothing), as lash chat keeps a cancelled turn
+  local said = partial and sessions.partial_message(partial)
+    or (history and #dangling == 0 and sessions.close_unanswered(history)) or nil
+  if said then
     history[#history + 1] = said
     on_message(said)
   end
@@ -391,7 +424,10 @@ function M.main(args, cli)
   if o.holder then opts.holder = o.holder end
   opts.approve = approver(o, render)
   local printer = render.new { json = o.json, write = function(s) cli.out(s) io.stdout:flush() end,
-                               tty = (not o.json) and render.is_tty(1) }
+                               tty = (not o.json) and render.is_tty(1),
+                               -- the header says which session goes on
+                               header_note = session and not fresh_session and ("continuing session " .. session.id
+                                 .. " (" .. #history .. " messages)") or nil }
   do
     local print_event = printer:handler()
     opts.on_event = function(ev) print_event(ev); record_event(ev) end
@@ -399,7 +435,7 @@ function M.main(args, cli)
   local exporter = M.trace_exporter(config, cli)
   if exporter then
     local rt = exporter:run_tracer { agent = agent.name, model = require("lash.agent").model_label(opts.model or agent.model),
-                                     conversation = session and session.id, spec = spec_path }
+                                     conversation = session and session.id, spec = spec_path or scope }
     local print_event, save_message = opts.on_event, opts.on_message
     opts.on_event = function(ev) print_event(ev); rt.on_event(ev) end
     opts.on_message = function(msg, i) save_message(msg, i); rt.on_message(msg) end
@@ -431,7 +467,7 @@ function M.main(args, cli)
     local out = cli.outcome(e)
     if type(e) == "table" and e.kind then
       local msg = "lash run: " .. tostring(e.kind) .. ": " .. tostring(e.message) .. "\n"
-      if e.traceback and e.kind == "tool" then msg = msg .. M.user_frames(e.traceback, e.message) end
+      if e.traceback and e.kind == "tool" then msg = msg .. M.user_frames(e.traceback) end
       out.error_kind = tostring(e.kind)
       out.limit = type(e.limit) == "string" and e.limit or nil
       out.message = tostring(e.message)
@@ -449,7 +485,8 @@ function M.main(args, cli)
     return { kind = "approval", stop_reason = res.stop_reason, session = sid,
              message = "stopped: " .. tostring(#res.pending)
                .. " tool call(s) need approval (run with --yes to allow them"
-               .. (sid and ("; lash run " .. spec_path .. " --resume " .. sid .. " --yes runs them") or "") .. ")" }
+               .. (sid and ("; lash run " .. (spec_path and (spec_path .. " ") or "") .. "--resume " .. sid
+                            .. " --yes runs them") or "") .. ")" }
   end
   return { kind = "ok", stop_reason = res.stop_reason, session = sid }
 end

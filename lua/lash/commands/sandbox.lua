@@ -28,9 +28,11 @@ usage: lash sandbox <subcommand> [options]
   snapshot ID                         snapshot its files, print the snapshot id
                                       (create --from-snapshot starts from it)
   exec ID [--timeout S] [--max-output-bytes N] [--cwd DIR] [--env K=V]...
-          [--stdin] -- CMD [ARGS...]  run a command; its stdout and stderr are
+          [--stdin] [--json] -- CMD [ARGS...]
+                                      run a command; its stdout and stderr are
                                       printed (tails kept) and its exit code
-                                      becomes lash's
+                                      becomes lash's; with --json one result
+                                      object instead, and lash's own status
   read ID PATH [--max-bytes N]        print a file
   write ID PATH < DATA                write a file from standard input
   ls ID [PATH]                        list a directory (directories end in /)
@@ -53,7 +55,14 @@ $XDG_STATE_HOME/lash/sandboxes)
 `lash sandbox SUBCOMMAND --help` prints this text. exec exits with the
 command's own code (124 when it timed out, 125 when it could not start); an
 interrupted exec (SIGINT, SIGTERM, SIGHUP) kills its command and exits
-128 + the signal's number. `list --json` prints an array, `[]` when empty.
+128 + the signal's number. The command's codes can collide with lash's own
+(a command's exit 3 reads as "sandbox unavailable"): `exec --json` keeps
+them apart. It prints one line {"type":"result","exit_code":N,
+"timed_out":B,"stdout":...,"stderr":...,"stdout_truncated":B,
+"stderr_truncated":B} and exits 0 whenever the command ran, whatever its
+code; when lash could not run it, the line is {"type":"exit","kind":...,
+"exit_code":...,"message":...} and lash exits with that code (3, 4, 5,
+125, 128+N). `list --json` prints an array, `[]` when empty.
 Local sandboxes that expired over a minute ago are also reclaimed by any
 lash process opening the state root (a few per open, never one held or
 running a command; LASH_SANDBOX_RECLAIM=off turns it off); gc removes
@@ -180,10 +189,31 @@ function sub.snapshot(args, cli)
   return EXIT.ok
 end
 
+-- `exec --json`: the command's outcome as one line, lash's status (0: it
+-- ran) apart from the command's code. Output that is not UTF-8 is kept
+-- byte for byte as \u00XX escapes of each byte (a Latin-1 reading), said
+-- by "stdout_encoding": "latin1".
+local function exec_json(r, cli)
+  local json = require "lash.json"
+  local out = { type = "result", exit_code = r.exit_code, timed_out = r.timed_out == true,
+                stdout_truncated = r.stdout_truncated == true, stderr_truncated = r.stderr_truncated == true }
+  for _, k in ipairs { "stdout", "stderr" } do
+    local text = r[k] or ""
+    if utf8.len(text) then
+      out[k] = text
+    else
+      out[k] = text:gsub("[\128-\255]", function(c) return utf8.char(c:byte()) end)
+      out[k .. "_encoding"] = "latin1"
+    end
+  end
+  cli.out(json.encode_canonical(out), "\n")
+  return EXIT.ok
+end
+
 function sub.exec(args, cli)
   local opts, pos, rest = parse(cli, args, with_common {
     timeout = "value", ["max-output-bytes"] = "value", cwd = "value",
-    env = "list", stdin = "flag",
+    env = "list", stdin = "flag", json = "flag",
   }, true)
   if not rest or #rest == 0 then usage(cli, "exec needs a command after --") end
   local s = open(pos, opts, cli, "exec")
@@ -196,6 +226,14 @@ function sub.exec(args, cli)
     stdin = opts.stdin and io.stdin:read("a") or nil,
   }
   local ok, r = pcall(s.exec, s, rest, eopts)
+  if not ok and not (type(r) == "table" and r.kind == "cancelled") then
+    -- a program the jail cannot see because it masks where it lives: say so
+    local note = require("lash.sandbox_masked").note(rest[1])
+    if note then
+      local msg = (type(r) == "table" and tostring(r.message) or tostring(r)) .. ". " .. note
+      if type(r) == "table" then r.message = msg else r = msg end
+    end
+  end
   if not ok then
     local kind = type(r) == "table" and r.kind
     -- a sandbox that is gone, refused credentials, a signal: the table's
@@ -203,9 +241,13 @@ function sub.exec(args, cli)
     if kind == "unavailable" or kind == "auth" or kind == "refused" or kind == "cancelled" then
       error(r, 0)
     end
+    if opts.json then
+      return { kind = "exec_failed", message = "exec: " .. tostring(type(r) == "table" and r.message or r) }
+    end
     cli.err("lash sandbox exec: ", tostring(r), "\n")
     return EXIT.exec_failed
   end
+  if opts.json then return exec_json(r, cli) end
   io.stdout:write(r.stdout)
   io.stderr:write(r.stderr)
   if r.stdout_truncated then

@@ -88,7 +88,64 @@ local function text_result(text, is_error)
   return { content = json.array { { type = "text", text = text } }, isError = is_error or false }
 end
 
+-- Is the session's own sandbox still there? (An attached one is the
+-- pipeline's to keep; its loss is reported as the capability says.)
+function Session:own_sandbox_ended()
+  if not self.open or self.cap.claims then return false end
+  local sb = self.inst and self.inst:sandbox()
+  if not sb then return false end
+  local ok, st = pcall(sb.poll, sb)
+  if not (ok and type(st) == "table" and st.running) then return true end
+  -- past (or within a second of) its end: the backend may not have reaped it yet
+  return type(st.expires_at) == "number" and st.expires_at <= os.time() + 1
+end
+
+-- The capability's texts name its Lua option; a served session's lifetime
+-- is `lash mcp serve --timeout`, and a new sandbox is made at the next call.
+local function for_serve(text)
+  return (text:gsub("It may have reached its sandbox_timeout of (%d+)s, or been destroyed%. Start a new run, or raise "
+      .. "sandbox_timeout for longer work%.",
+    "It may have reached its lifetime of %1s (lash mcp serve --timeout), or been destroyed. Call again: the "
+      .. "session makes a fresh sandbox (files from before are gone); start lash mcp serve with a larger --timeout "
+      .. "for longer work."))
+end
+
+-- A client that asked for progress (`_meta.progressToken`) gets a running
+-- command's output as it arrives: one notifications/progress per chunk,
+-- `progress` the bytes so far, `message` the text (the result is unchanged).
+local function progress_to(self, cctx, params)
+  local meta = params._meta
+  local token = type(meta) == "table" and meta.progressToken or nil
+  if not (type(token) == "string" or math.type(token) == "integer") then return end
+  local sent = 0
+  cctx.tool_call_id = "progress-" .. tostring(token)
+  cctx.emit = function(ev)
+    if ev.type ~= "tool_output_delta" then return end
+    local text = ev.text
+    if ev.dropped then text = string.format("[… %d bytes left out …]\n", ev.dropped) .. text end
+    sent = sent + #ev.text + (ev.dropped or 0)
+    self.peer:notify("notifications/progress", { progressToken = token, progress = sent, message = text })
+  end
+end
+
 function Session:call(params)
+  -- the session outlives its sandbox: one that reached its lifetime is made
+  -- again for this call, and the answer says so
+  local notice
+  if self.by_name[params.name] and self:own_sandbox_ended() then
+    pcall(self.toolset.close, self.toolset, self.ctx)
+    self.open, self.inst = false, nil
+    notice = string.format("[Note: this session's sandbox reached its lifetime of %ds (lash mcp serve --timeout) "
+      .. "and a fresh one was made for this call: files and processes from before are gone.]\n",
+      self.cap.opts.sandbox_timeout)
+  end
+  local res = self:call_tool(params)
+  if res.isError and res.content[1] then res.content[1].text = for_serve(res.content[1].text) end
+  if notice and res.content[1] then res.content[1].text = notice .. res.content[1].text end
+  return res
+end
+
+function Session:call_tool(params)
   if self.by_name[params.name] and not self.open then
     local ok, err = pcall(self.start_sandbox, self)
     if not ok then
@@ -106,6 +163,7 @@ function Session:call(params)
   local args, err = tool.prepare_args(t, params.arguments)
   if not args then return text_result(err, true) end
   local cctx = setmetatable({ tool_name = t.name, retry = 0 }, { __index = self.ctx })
+  progress_to(self, cctx, params)
   local ok, status, content = pcall(tool.call, t, cctx, args)
   if not ok then
     if runtime.is_error(status, "cancelled") then error(status, 0) end

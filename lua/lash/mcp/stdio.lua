@@ -58,7 +58,8 @@ function M.spawn(o)
   end
   local proto = o.protocol or { kind = "mcp", peer = "MCP server" }
   local self = setmetatable({ p = p, name = o.name or o.command, buf = "", lines = {}, stderr = {},
-                              closed = false, kind = proto.kind, peer = proto.peer }, Proc)
+                              closed = false, kind = proto.kind, peer = proto.peer,
+                              jailed = o.sandbox ~= nil }, Proc)
   self.err_task = runtime.spawn(function()
     local ebuf = ""
     while true do
@@ -132,6 +133,10 @@ function Proc:describe_exit()
   local code, sig = p:wait()
   local s = code and ("it exited with status " .. code) or ("it was killed by signal " .. tostring(sig))
   if #self.stderr > 0 then s = s .. "; its last stderr: " .. table.concat(self.stderr, " | ") end
+  -- a jailed server's program under a tree the jail masks: say so
+  local missing = self.jailed and table.concat(self.stderr, "\n"):match("execvp (%S+): No such file")
+  local note = missing and require("lash.sandbox_masked").note(missing)
+  if note then s = s .. ". " .. note end
   return s
 end
 
