@@ -44,6 +44,26 @@ SPEC=$ROOT/tests/acp/spec.lua
 tap "the SDK client" < <(timeout 600 "$NODE" "$NODE_DIR/sdk_client.mjs" "$LASH" "$SPEC" "$work" 2>"$work/sdk.err")
 [ -s "$work/sdk.err" ] && grep -v "^lash: warning" "$work/sdk.err" | sed 's/^/#   stderr: /' | head -5
 
+# ---- acpx: a second, independent ACP client (its own connection code) ------
+ACPX="$NODE $NODE_DIR/node_modules/acpx/dist/cli.js"
+acpx_run() { # DIR POLICY SPEC PROMPT: one-shot prompt, the wire as JSON lines
+  (cd "$1" && HOME=$1 timeout 300 $ACPX --agent "$LASH acp $3" "$2" --format json --cwd "$1" exec "$4")
+}
+adir=$work/acpx-allow; mkdir -p "$adir"
+out=$(acpx_run "$adir" --approve-all "$SPEC" "write a file" 2>"$work/acpx.err")
+contains "acpx: lash's turn ends with end_turn" "$out" '"stopReason":"end_turn"'
+contains "acpx: it answered lash's permission requests (allow)" "$out" '"optionId":"allow_once"'
+contains "acpx: the command's output streams back" "$out" 'run_command=ok:[stdout]\nhi from lash'
+adir=$work/acpx-deny; mkdir -p "$adir"
+out=$(acpx_run "$adir" --deny-all "$SPEC" "write a file" 2>>"$work/acpx.err")
+contains "acpx --deny-all: both calls are denied, the turn still ends" "$out" \
+  'write_file=denied:The user rejected this tool call. | run_command=denied'
+adir=$work/acpx-editor; mkdir -p "$adir"
+out=$(acpx_run "$adir" --approve-all "$ROOT/tests/acp/editor_spec.lua" "edit the file" 2>>"$work/acpx.err")
+same "acpx with EditorTools: the edit is in acpx's own directory (its fs/*)" \
+  "$(cat "$adir/hello.txt" 2>/dev/null)" "hello from lash"
+contains "acpx with EditorTools: the command ran in acpx's terminal" "$out" 'run_command=ok:Exit status 0.'
+
 # ---- a hostile client --------------------------------------------------------
 tap "the hostile client" < <(timeout 600 python3 "$NODE_DIR/hostile.py" "$LASH" "$SPEC" "$work" 2>&1)
 
@@ -51,4 +71,6 @@ left=$(ls "$LASH_SANDBOX_ROOT" 2>/dev/null | grep -c '^lb-')
 check "no sandbox is left behind" test "$left" = 0
 leaked=$(pgrep -f "$LASH acp" | wc -l)
 check "no lash acp process is left behind" test "$leaked" = 0
+leaked=$(pgrep -f "acpx/dist/cli.js" | wc -l)
+check "no acpx process is left behind" test "$leaked" = 0
 done_testing
