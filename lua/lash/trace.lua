@@ -42,6 +42,11 @@ local M = {}
 
 local runtime = require "lash.runtime"
 
+-- a warning quotes a collector's answer: on a terminal, the one sanitizer
+local function shown(s)
+  return runtime.sys.isatty(2) and runtime.output.visible(s) or s
+end
+
 local function nonempty(s)
   if s == nil or s == "" then return nil end
   return s
@@ -136,7 +141,7 @@ Exporter.__index = Exporter
 -- @tparam[opt] function warn `warn(message)` (default: stderr)
 function M.exporter(settings, warn)
   return setmetatable({ settings = settings, queue = {}, dropped = 0, exported = 0, failed = 0,
-                        warn = warn or function(msg) io.stderr:write("lash: warning: traces: ", msg, "\n") end,
+                        warn = warn or function(msg) io.stderr:write("lash: warning: traces: ", shown(msg), "\n") end,
                         warned = {}, inflight = nil, timer = nil }, Exporter)
 end
 
@@ -239,7 +244,7 @@ end
 --   -- pass rt.on_event / rt.on_message to the run (alongside your own), then
 --   exp:shutdown() end
 function M.from_config(traces_config, warn)
-  warn = warn or function(line) io.stderr:write(line, "\n") end
+  warn = warn or function(line) io.stderr:write(shown(line), "\n") end
   local settings, err = M.settings(traces_config)
   if not settings then
     if err then warn("lash: warning: traces are off: " .. err) end

@@ -465,5 +465,8 @@ int lash_open_sandbox(lua_State *L) {
   lua_setfield(L, -2, "tags");
   lash_sandbox_opt_push_defaults(L);
   lua_setfield(L, -2, "defaults");
+  /* exec takes on_output (an output queue): run_command streams */
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, "streams_output");
   return 1;
 }
