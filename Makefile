@@ -2,7 +2,7 @@
 # Lua C module and the pkg-config file; `make test` runs every test with one
 # summary; `make check` runs the same under ASan+UBSan.
 #
-# Sources are picked up by wildcard from the layer directories (README's
+# Sources are picked up by wildcard from the layer directories (docs/architecture.md,
 # "Layout"): every .c of src/1-base .. src/7-embed goes into the library,
 # src/8-cli is the program; every tests/unit/test_*.c is its own test binary.
 
@@ -186,14 +186,17 @@ $(BUILD)/lash.pc: Makefile
 
 # ---- tests -------------------------------------------------------------
 
+# make test T="json sandbox": only the tests whose names hold a word of T;
+# make test -j2: two tests at a time (tests/run.sh says how).
+TEST_JOBS = $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),1)
 test: all
-	@bash tests/run.sh
+	@LASH_TEST_ONLY='$(T)' LASH_TEST_JOBS=$(TEST_JOBS) bash tests/run.sh
 
 unit: $(TEST_BIN)
-	@bash tests/run.sh unit
+	@LASH_TEST_ONLY='$(T)' LASH_TEST_JOBS=$(TEST_JOBS) bash tests/run.sh unit
 
 specs: all
-	@bash tests/run.sh specs
+	@LASH_TEST_ONLY='$(T)' LASH_TEST_JOBS=$(TEST_JOBS) bash tests/run.sh specs
 
 check:
 	$(MAKE) BUILD=build-san OPT='-O1 -g -fno-omit-frame-pointer' \

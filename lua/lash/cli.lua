@@ -44,7 +44,7 @@ cli.EXIT = {
   -- cancelled by a signal: 128 + its number (129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 141 SIGPIPE, 143 SIGTERM)
 }
 
--- The table as `lash --help` and the README show it.
+-- The table as `lash --help` and docs/cli.md show it.
 local EXIT_ROWS = {
   { "0", "success" },
   { "1", "failure not listed here (a tool raised; a sandbox error such as a missing file)" },

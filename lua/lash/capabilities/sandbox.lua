@@ -15,7 +15,7 @@
 --             instead, the run also proves it may use the sandbox: the
 --             owner must match the one the provisioning step stamped, and
 --             the run claims it as holder until it ends (see
---             lash.identity; docs in the README's cross-task section).
+--             lash.identity; docs in docs/pipelines.md).
 --   shared    `session = lash.sandbox.session{...}`: the caller's sandbox
 --             object, shared by several runs, never destroyed (the caller
 --             closes it).

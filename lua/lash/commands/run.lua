@@ -65,7 +65,7 @@ usage, outcome) in $LASH_SESSIONS_DB, else $XDG_STATE_HOME/lash/sessions.db
 environment: LASH_MODEL (default --model), LASH_SANDBOX_BACKEND (default
 --backend), LASH_CONFIG (the config file; see `lash config show`),
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL,
-OTEL_EXPORTER_OTLP_ENDPOINT (export traces; see README "Traces"),
+OTEL_EXPORTER_OTLP_ENDPOINT (export traces; see docs/cli.md, "traces"),
 NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
 (sandbox attach/release notes on stderr), AIRFLOW_CTX_* (owner and holder
 under Airflow), LASH_SHUTDOWN_TIMEOUT.
