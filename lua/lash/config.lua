@@ -362,7 +362,9 @@ function M.effective(cli, default_urls)
   default_urls = default_urls or {}
   local c = assert(M.get())
   local rows = {}
-  local function add(key, value, source) rows[#rows + 1] = { key = key, value = value, source = source } end
+  -- a URL's password or key is never shown (lash.url_redact)
+  local redact_all = require("lash.url_redact").redact_all
+  local function add(key, value, source) rows[#rows + 1] = { key = key, value = redact_all(value), source = source } end
   if cli.model then add("model", cli.model, "cli")
   elseif nonempty(os.getenv("LASH_MODEL")) then add("model", os.getenv("LASH_MODEL"), "env LASH_MODEL")
   elseif c.model then add("model", c.model, "config")
