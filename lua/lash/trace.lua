@@ -100,7 +100,8 @@ function M.settings(traces_config, getenv)
     url = base:gsub("/+$", "") .. "/v1/traces"
   end
   if not url:match("^https?://") then
-    return nil, "the OTLP endpoint must be an http:// or https:// URL, got '" .. url .. "'"
+    return nil, "the OTLP endpoint must be an http:// or https:// URL, got '"
+      .. require("lash.url_redact").redact(url) .. "'"
   end
   local protocol = nonempty(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")) or nonempty(getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
     or c.protocol or "http/protobuf"
@@ -170,10 +171,10 @@ function Exporter:_send(batch)
   if not ok then
     local e = status
     if type(e) == "table" and e.kind == "cancelled" then error(e, 0) end
-    why = "cannot reach the collector at " .. s.url .. ": " .. tostring(type(e) == "table" and e.message or e)
+    why = "cannot reach the collector at " .. require("lash.url_redact").redact(s.url) .. ": " .. tostring(type(e) == "table" and e.message or e)
   else
     local desc = rbody and #rbody > 0 and #rbody < 300 and rbody:match("^[%g ]+$") and (": " .. rbody) or ""
-    why = "the collector at " .. s.url .. " answered HTTP " .. tostring(status) .. desc
+    why = "the collector at " .. require("lash.url_redact").redact(s.url) .. " answered HTTP " .. tostring(status) .. desc
   end
   self:_warn_once(why, why .. "; " .. #batch .. " span(s) dropped (later failures are not repeated)")
 end
