@@ -2,7 +2,7 @@
 # Lua C module and the pkg-config file; `make test` runs every test with one
 # summary; `make check` runs the same under ASan+UBSan.
 #
-# Sources are picked up by wildcard from the layer directories (README's
+# Sources are picked up by wildcard from the layer directories (docs/architecture.md,
 # "Layout"): every .c of src/1-base .. src/7-embed goes into the library,
 # src/8-cli is the program; every tests/unit/test_*.c is its own test binary.
 
@@ -60,7 +60,7 @@ MOD_OBJ   := $(BUILD)/obj/gen/lua_modules.o
 
 .PHONY: all test check deps clean install examples bench fuzz unit specs integration rock rock-install
 
-all: $(BUILD)/bin/lash $(BUILD)/liblash_internal.a $(BUILD)/liblash.a $(BUILD)/liblash.so $(BUILD)/lash/core.so $(BUILD)/lash.pc $(TEST_BIN) $(LUAC_OUT)
+all: $(BUILD)/bin/lash $(BUILD)/liblash_internal.a $(BUILD)/liblash.a $(BUILD)/liblash.so $(BUILD)/lash/core.so $(BUILD)/lash.pc $(BUILD)/lash.1 $(TEST_BIN) $(LUAC_OUT)
 
 $(BUILD)/obj/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -177,6 +177,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblash_internal.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) $(CFLAGS) -Itests/unit -o $@ $< -Wl,--whole-archive $(BUILD)/liblash_internal.a -Wl,--no-whole-archive $(LDLIBS) $(LDFLAGS)
 
+# The man page, made from the CLI's own help texts (`man -l build/lash.1`).
+$(BUILD)/lash.1: $(BUILD)/bin/lash tools/manpage.sh
+	bash tools/manpage.sh $(BUILD)/bin/lash > $@.tmp && mv $@.tmp $@
+
 # Libs.private names libcurl and libsqlite3 as libraries (a static liblash.a
 # links them shared): as Requires.private, `pkg-config --static` pulled in
 # every static dependency of libcurl's own, whose archives Debian does not ship.
@@ -186,14 +190,17 @@ $(BUILD)/lash.pc: Makefile
 
 # ---- tests -------------------------------------------------------------
 
+# make test T="json sandbox": only the tests whose names hold a word of T;
+# make test -j2: two tests at a time (tests/run.sh says how).
+TEST_JOBS = $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),1)
 test: all
-	@bash tests/run.sh
+	@LASH_TEST_ONLY='$(T)' LASH_TEST_JOBS=$(TEST_JOBS) bash tests/run.sh
 
 unit: $(TEST_BIN)
-	@bash tests/run.sh unit
+	@LASH_TEST_ONLY='$(T)' LASH_TEST_JOBS=$(TEST_JOBS) bash tests/run.sh unit
 
 specs: all
-	@bash tests/run.sh specs
+	@LASH_TEST_ONLY='$(T)' LASH_TEST_JOBS=$(TEST_JOBS) bash tests/run.sh specs
 
 check:
 	$(MAKE) BUILD=build-san OPT='-O1 -g -fno-omit-frame-pointer' \
@@ -227,7 +234,9 @@ rock-install:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/lash/lua/lash \
-	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/lash $(DESTDIR)$(PREFIX)/share/lua/5.1
+	  $(DESTDIR)$(PREFIX)/lib/lua/5.4/lash $(DESTDIR)$(PREFIX)/share/lua/5.1 \
+	  $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m644 $(BUILD)/lash.1 $(DESTDIR)$(PREFIX)/share/man/man1/lash.1
 	install -m755 $(BUILD)/bin/lash $(DESTDIR)$(PREFIX)/bin/lash
 	install -m644 $(BUILD)/liblash.a $(BUILD)/liblash.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf liblash.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/liblash.so.$(SOMAJOR)

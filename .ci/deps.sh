@@ -53,6 +53,10 @@ PKGS=(
   qemu-system-x86 linux-image-amd64 busybox-static cpio mount
   # make bench: the grep row compares lash's grep with rg in the same sandbox
   ripgrep
+  # make test: test_url_redact.sh reads the sessions database as a user would
+  sqlite3
+  # make test: test_install.sh renders the installed man page (man -l)
+  man-db
 )
 # The CI root never boots the kernel it installs: no initramfs for it (the
 # test brings its own); a real machine keeps Debian's default.

@@ -128,8 +128,8 @@ describe("every exit code in the table comes from a real lash invocation", funct
 end)
 
 describe("the table", function()
-  it("reads the same in README.md and in lash --help", function()
-    local f = assert(io.open("README.md"))
+  it("reads the same in docs/cli.md and in lash --help", function()
+    local f = assert(io.open("docs/cli.md"))
     local readme, inside = {}, false
     for line in f:lines() do
       if line == "| code | meaning |" then inside = true

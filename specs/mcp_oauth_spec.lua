@@ -88,6 +88,19 @@ describe("lash.mcp.oauth parsing", function()
       "lash.mcp.http: the client_credentials grant needs client_id and client_secret (or private_key)")
     assert.has_error(function() lash.mcp.http { url = "http://x/mcp", oauth = "yes" } end)
   end)
+  it("opens and sends credentials only to https, or http on loopback", function()
+    for _, u in ipairs { "https://as.example/authorize?x=1", "http://127.0.0.1:8/a", "http://127.9.9.9/a",
+                         "http://localhost:3/a", "http://[::1]:3/a" } do
+      assert.is_true(oauth.safe_url(u), u)
+    end
+    for _, u in ipairs { "file:///etc/passwd", "javascript:alert(1)", "http://as.example/authorize",
+                         "http://127.0.0.1.evil.example/a", "https://u:p@as.example/a", "https://as.example/\27[2J",
+                         "https://as.example/a b", "https://as.example/\194\155", "//as.example/a", 7 } do
+      local ok, why = oauth.safe_url(u)
+      assert.is_false(ok, tostring(u))
+      assert.is_string(why)
+    end
+  end)
   it("never shows a token in its string form", function()
     local a = oauth.new { url = "http://x/mcp", token_file = false }
     a.state = { access_token = "SECRET" }

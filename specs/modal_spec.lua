@@ -102,6 +102,34 @@ local function contract(mode)
       assert.equal("\0\1\255", bin.stdout)
     end)
 
+    it("streams a command's output into on_output as it arrives", function()
+      local sb <close> = sandbox.create(opts{})
+      local q = lash.core.outq.new()
+      local got = {}
+      -- the command ends only if "ready" reached the reader while it ran
+      local reader = lash.spawn(function()
+        while true do
+          local stream, text = q:next()
+          if not stream then return end
+          got[#got + 1] = stream .. ":" .. text
+          if text:find("ready", 1, true) then sb:write_file("/tmp/go", "") end
+        end
+      end)
+      local r = sb:exec("rm -f /tmp/go; echo ready; echo warn >&2; i=0; while [ ! -e /tmp/go ] && [ $i -lt 100 ]; do "
+        .. "sleep 0.1; i=$((i+1)); done; [ -e /tmp/go ] && echo released", { on_output = q })
+      q:close()
+      reader:join()
+      assert.equal("ready\nreleased\n", r.stdout)
+      local out, err = {}, {}
+      for _, g in ipairs(got) do
+        local stream, text = g:match("^(%a+):(.*)$")
+        if stream == "stdout" then out[#out + 1] = text else err[#err + 1] = text end
+      end
+      assert.equal("ready\nreleased\n", table.concat(out))
+      assert.equal("warn\n", table.concat(err))
+      assert.has_error(function() sb:exec("true", { on_output = function() end }) end)
+    end)
+
     it("times a command out and reports it", function()
       local sb <close> = sandbox.create(opts{})
       local r = sb:exec("echo started; sleep 30", { timeout = 1 })

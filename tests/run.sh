@@ -13,6 +13,17 @@
 #   - prints a plan `1..N` that does not match the results it printed.
 # A test that skips itself prints `1..0 # SKIP reason` and exits 0.
 #
+# Selecting and parallel runs:
+#   LASH_TEST_ONLY="json sandbox_cli" (`make test T="json sandbox_cli"`) runs
+#   only the tests whose name (unit/test_x, specs/x_spec.lua,
+#   integration/test_x.sh) contains one of the words; none matching is an
+#   error listing how names look.
+#   LASH_TEST_JOBS=N (`make test -j2` sets it from make's -j) runs N tests at
+#   once; each test's lines print whole, in the order the tests finish. An
+#   integration test whose script has a line `# test: alone` (it uses state
+#   of the whole machine: cgroups, loop devices, its own dockerd) runs with
+#   nothing else running.
+#
 # The directories can be pointed elsewhere (LASH_TEST_UNIT_DIR,
 # LASH_TEST_SPEC_DIR, LASH_TEST_INTEGRATION_DIR); the runner's own test
 # (tests/integration/test_runner.sh) uses that to plant failing tests.
@@ -24,6 +35,9 @@ UNIT_DIR=${LASH_TEST_UNIT_DIR:-$BUILD/tests}
 SPEC_DIR=${LASH_TEST_SPEC_DIR:-specs}
 INTEGRATION_DIR=${LASH_TEST_INTEGRATION_DIR:-tests/integration}
 TIMEOUT=${LASH_TEST_TIMEOUT:-900}
+ONLY=${LASH_TEST_ONLY:-}
+JOBS=${LASH_TEST_JOBS:-1}
+case $JOBS in ''|*[!0-9]*|0) echo "tests/run.sh: LASH_TEST_JOBS must be a positive number (got '$JOBS')" >&2; exit 2 ;; esac
 parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(unit specs integration)
 pass=0; fail=0; skip=0; failed_names=(); started=$SECONDS
 log=$(mktemp -d); trap 'rm -rf "$log"' EXIT
@@ -78,12 +92,53 @@ count() {
   fi
 }
 
-# run_one NAME COMMAND...: run one test under the time limit and count it.
+# selected NAME: whether LASH_TEST_ONLY lets the test NAME run.
+selected() {
+  local w
+  [ -z "$ONLY" ] && return 0
+  for w in $ONLY; do case $1 in *"$w"*) return 0 ;; esac; done
+  return 1
+}
+
+# run_one NAME COMMAND...: run one test under the time limit and count it;
+# with LASH_TEST_JOBS above 1, start it and count it when it ends.
+started_tests=0; running=0; alone_running=0; jobs_seq=0
+declare -A job_name=() job_alone=()
 run_one() {
-  local name=$1 t0=$SECONDS rc; shift
-  timeout -k 10 "$TIMEOUT" "$@" >"$log/out" 2>&1 </dev/null
-  rc=$?
-  count "$name" "$log/out" "$rc" $((SECONDS - t0))
+  local name=$1 t0=$SECONDS rc alone=0; shift
+  selected "$name" || return 0
+  started_tests=$((started_tests + 1))
+  if [ "$JOBS" -eq 1 ]; then
+    timeout -k 10 "$TIMEOUT" "$@" >"$log/out" 2>&1 </dev/null
+    rc=$?
+    count "$name" "$log/out" "$rc" $((SECONDS - t0))
+    return
+  fi
+  case $name in integration/*) grep -q '^# test: alone' "${@: -1}" && alone=1 ;; esac
+  # an `alone` test waits for every other; every test waits for an `alone` one
+  while [ "$running" -ge "$JOBS" ] || { [ "$running" -gt 0 ] && { [ $alone = 1 ] || [ $alone_running = 1 ]; }; }; do
+    reap_one
+  done
+  jobs_seq=$((jobs_seq + 1))
+  local j=$jobs_seq
+  ( timeout -k 10 "$TIMEOUT" "$@" >"$log/$j.out" 2>&1 </dev/null
+    echo "$? $((SECONDS - t0))" >"$log/$j.rc" ) &
+  job_name[$j]=$name; job_alone[$j]=$alone
+  running=$((running + 1)); [ $alone = 1 ] && alone_running=1
+}
+
+# reap_one: wait for one started test to end and count it.
+reap_one() {
+  local j rc secs
+  wait -n 2>/dev/null
+  for j in "${!job_name[@]}"; do
+    [ -f "$log/$j.rc" ] || continue
+    read -r rc secs <"$log/$j.rc"
+    count "${job_name[$j]}" "$log/$j.out" "$rc" "$secs"
+    [ "${job_alone[$j]}" = 1 ] && alone_running=0
+    unset "job_name[$j]" "job_alone[$j]"
+    running=$((running - 1))
+  done
 }
 
 run_unit() {
@@ -119,8 +174,14 @@ for p in "${parts[@]}"; do
     *) echo "tests/run.sh: unknown part '$p' (known: unit specs integration)" >&2; exit 2 ;;
   esac
 done
+while [ "$running" -gt 0 ]; do reap_one; done
+if [ -n "$ONLY" ] && [ "$started_tests" -eq 0 ]; then
+  echo "tests/run.sh: no test name contains any of: $ONLY (names look like unit/test_json," \
+    "specs/json_spec.lua, integration/test_sandbox_cli.sh; ls specs tests/integration)" >&2
+  exit 2
+fi
 echo
-echo "# took $((SECONDS - started))s"
+if [ "$JOBS" -gt 1 ]; then echo "# took $((SECONDS - started))s, $JOBS tests at a time"; else echo "# took $((SECONDS - started))s"; fi
 if [ ${#failed_names[@]} -gt 0 ]; then
   echo "failed:"; printf '  %s\n' "${failed_names[@]}"
 fi

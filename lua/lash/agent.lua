@@ -45,6 +45,8 @@
 --   approval_request {run_id, step, id, name, args}    a call waits for a decision
 --   tool_result  {run_id, step, id, name, status, content, elapsed}
 --   tool_progress {run_id, id, name, server, progress, total, message}  an MCP tool reports progress
+--   port_published {run_id, port, address, sandbox_id}  a sandbox port reachable on the host
+--                                                      (the sandbox capability's `publish`)
 --   tool_output_delta {run_id, id, name, stream, text, dropped}  a command's output as it arrives
 --                                                      (run_command; lash.capabilities.sandbox_stream)
 --   retry        {run_id, step, kind = "tool", id, name, attempt, message}

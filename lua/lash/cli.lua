@@ -44,7 +44,7 @@ cli.EXIT = {
   -- cancelled by a signal: 128 + its number (129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 141 SIGPIPE, 143 SIGTERM)
 }
 
--- The table as `lash --help` and the README show it.
+-- The table as `lash --help` and docs/cli.md show it.
 local EXIT_ROWS = {
   { "0", "success" },
   { "1", "failure not listed here (a tool raised; a sandbox error such as a missing file)" },
@@ -92,13 +92,34 @@ end
 --- The default shutdown bound, seconds (`--shutdown-timeout`, `LASH_SHUTDOWN_TIMEOUT`).
 cli.SHUTDOWN_TIMEOUT = require("lash.defaults").cli.shutdown_timeout
 
---- Write to standard output.
+-- What a command prints carries text from outside (file names, tags, tool
+-- names and results, a provider's error body, a session's messages): on a
+-- terminal it goes through the printer's one sanitizer, so none of it can
+-- drive the terminal; piped, it passes as it came.
+local function shown(fd, ...)
+  local s = select("#", ...) == 1 and tostring((...)) or table.concat({ ... })
+  return require("lash.cli.printer").shown(s, fd)
+end
+
+--- Write to standard output (made safe when it is a terminal).
 function cli.out(...)
+  io.stdout:write(shown(1, ...))
+end
+
+--- Write lash's own terminal control to standard output as it is: the run
+-- printer's colours and spinner (it sanitizes what it shows from outside).
+function cli.out_raw(...)
   io.stdout:write(...)
 end
 
---- Write to standard error.
+--- Write to standard error (made safe when it is a terminal).
 function cli.err(...)
+  io.stderr:write(shown(2, ...))
+end
+
+--- Write lash's own terminal control to standard error as it is (a
+-- progress line's redraw).
+function cli.err_raw(...)
   io.stderr:write(...)
 end
 

@@ -24,6 +24,7 @@
 -- config default), then this file, then lash's built-in default.
 -- @module lash.config
 local paths = require "lash.paths"
+local runtime = require "lash.runtime"
 
 local M = {}
 
@@ -222,14 +223,14 @@ function M.load(path)
     path, why = M.path()
     if not path then return {}, nil, false end -- no directory for it (no HOME): no config
   end
-  local f, ferr = io.open(path, "rb")
-  if not f then
-    if why ~= nil and why ~= "LASH_CONFIG" and ferr:find("No such file", 1, true) then return {}, path, false end
-    return nil, "cannot read the config file " .. path .. ": " .. tostring(ferr)
+  -- a config file another user owns or can write could point api_key_file
+  -- at a file only this user reads and send it away: refused (as ssh and git)
+  local text, ferr, code = runtime.sys.read_owned(path, "config file")
+  if not text then
+    if why ~= nil and why ~= "LASH_CONFIG" and code == 2 then return {}, path, false end -- ENOENT
+    return nil, (code and ("cannot read the config file " .. ferr) or ferr)
       .. (why == "LASH_CONFIG" and " (named by LASH_CONFIG)" or "")
   end
-  local text = f:read("a")
-  f:close()
   local c, err = M.parse(text or "", path)
   if not c then return nil, err end
   return c, path, true
@@ -253,11 +254,14 @@ function M.reset()
   cached, cached_err = nil, nil
 end
 
+-- The key in a key file (its first line), or nil and why not: the file
+-- must be the user's (or root's) and writable by nobody else.
 local function read_key_file(path)
-  local f = io.open(expand_home(path), "rb")
-  if not f then return nil end
-  local line = f:read("l")
-  f:close()
+  local text, err, code = runtime.sys.read_owned(expand_home(path), "key file")
+  -- one another user controls is refused aloud, not skipped for the next source
+  if not text and not code then error(err .. " (config api_key_file)", 0) end
+  if not text then return nil, err end
+  local line = text:match("^[^\n]*")
   return nonempty(line and line:gsub("%s+$", ""))
 end
 
@@ -279,9 +283,10 @@ function M.provider(name, c)
     out.key, out.key_source = k, k and ("env " .. pc.api_key_env) or nil
     out.key_missing = not k and ("$" .. pc.api_key_env .. " (config api_key_env) is not set") or nil
   elseif pc.api_key_file then
-    local k = read_key_file(pc.api_key_file)
+    local k, kerr = read_key_file(pc.api_key_file)
     out.key, out.key_source = k, k and ("file " .. pc.api_key_file) or nil
-    out.key_missing = not k and (pc.api_key_file .. " (config api_key_file) cannot be read or is empty") or nil
+    out.key_missing = not k and (kerr and (kerr .. " (config api_key_file)")
+      or (pc.api_key_file .. " (config api_key_file) is empty")) or nil
   end
   return out
 end
@@ -357,7 +362,9 @@ function M.effective(cli, default_urls)
   default_urls = default_urls or {}
   local c = assert(M.get())
   local rows = {}
-  local function add(key, value, source) rows[#rows + 1] = { key = key, value = value, source = source } end
+  -- a URL's password or key is never shown (lash.url_redact)
+  local redact_all = require("lash.url_redact").redact_all
+  local function add(key, value, source) rows[#rows + 1] = { key = key, value = redact_all(value), source = source } end
   if cli.model then add("model", cli.model, "cli")
   elseif nonempty(os.getenv("LASH_MODEL")) then add("model", os.getenv("LASH_MODEL"), "env LASH_MODEL")
   elseif c.model then add("model", c.model, "config")

@@ -267,7 +267,17 @@ function M.open(path, opts)
   local dir = path:match("^(.*)/[^/]*$")
   if dir and dir ~= "" then
     local ok, err = runtime.sys.mkdirs(dir, 448) -- 0700: conversations are private
+    -- the state directory may stay 0711 (a jail's uid reaches the sandboxes
+    -- under it), never readable by others
+    if ok then ok, err = runtime.sys.private(dir, "dir", 457) end -- 0711
     if not ok then error(store_error(advice(path, "cantopen", err), "cantopen"), 0) end
+  end
+  -- conversations are private whatever the umask: the database made 0600
+  -- before SQLite opens it (its WAL and shared memory take its mode), an
+  -- older, wider one tightened, a planted link or another user's file refused
+  for i, f in ipairs { path, path .. "-wal", path .. "-shm" } do
+    local ok, err = runtime.sys.private(f, i == 1 and "file" or "existing")
+    if not ok then error(store_error(err, "cantopen"), 0) end
   end
   local busy = opts.busy_timeout or math.tointeger(tonumber(os.getenv("LASH_SESSIONS_BUSY_TIMEOUT") or ""))
   local db, err, code = runtime.sqlite.open(path, { busy_timeout = busy or 5000 })

@@ -180,6 +180,8 @@ local function mcp_type(kind)
     for k, v in pairs(arg) do
       if k == "tool_prefix" then prefix = v else def[k] = v end
     end
+    -- an untrusted spec's server may use kept tokens, never start a login
+    if kind == "http" and info.untrusted and def.oauth ~= false then def.oauth = { untrusted_spec = true } end
     local mcp = require "lash.mcp"
     local ts = kind == "stdio" and mcp.stdio(def) or mcp.http(def)
     if prefix ~= nil then ts = capability.prefix_tools { capability = ts, prefix = prefix } end

@@ -533,7 +533,10 @@ function M.env(chunkname)
     print = function(...)
       local t = table.pack(...)
       for i = 1, t.n do t[i] = tostring(t[i]) end
-      io.stderr:write(table.concat(t, "\t", 1, t.n), "\n")
+      local line = table.concat(t, "\t", 1, t.n)
+      -- an untrusted spec's words cannot drive the user's terminal
+      if runtime.sys.isatty(2) then line = runtime.output.visible(line) end
+      io.stderr:write(line, "\n")
     end,
     string = ro_std(sstring, "string"), table = ro_std(safe_table(), "table"),
     math = ro_std(math, "math"), utf8 = ro_std(utf8, "utf8"),

@@ -42,6 +42,11 @@ local M = {}
 
 local runtime = require "lash.runtime"
 
+-- a warning quotes a collector's answer: on a terminal, the one sanitizer
+local function shown(s)
+  return runtime.sys.isatty(2) and runtime.output.visible(s) or s
+end
+
 local function nonempty(s)
   if s == nil or s == "" then return nil end
   return s
@@ -95,7 +100,8 @@ function M.settings(traces_config, getenv)
     url = base:gsub("/+$", "") .. "/v1/traces"
   end
   if not url:match("^https?://") then
-    return nil, "the OTLP endpoint must be an http:// or https:// URL, got '" .. url .. "'"
+    return nil, "the OTLP endpoint must be an http:// or https:// URL, got '"
+      .. require("lash.url_redact").redact(url) .. "'"
   end
   local protocol = nonempty(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")) or nonempty(getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
     or c.protocol or "http/protobuf"
@@ -136,7 +142,7 @@ Exporter.__index = Exporter
 -- @tparam[opt] function warn `warn(message)` (default: stderr)
 function M.exporter(settings, warn)
   return setmetatable({ settings = settings, queue = {}, dropped = 0, exported = 0, failed = 0,
-                        warn = warn or function(msg) io.stderr:write("lash: warning: traces: ", msg, "\n") end,
+                        warn = warn or function(msg) io.stderr:write("lash: warning: traces: ", shown(msg), "\n") end,
                         warned = {}, inflight = nil, timer = nil }, Exporter)
 end
 
@@ -165,10 +171,10 @@ function Exporter:_send(batch)
   if not ok then
     local e = status
     if type(e) == "table" and e.kind == "cancelled" then error(e, 0) end
-    why = "cannot reach the collector at " .. s.url .. ": " .. tostring(type(e) == "table" and e.message or e)
+    why = "cannot reach the collector at " .. require("lash.url_redact").redact(s.url) .. ": " .. tostring(type(e) == "table" and e.message or e)
   else
     local desc = rbody and #rbody > 0 and #rbody < 300 and rbody:match("^[%g ]+$") and (": " .. rbody) or ""
-    why = "the collector at " .. s.url .. " answered HTTP " .. tostring(status) .. desc
+    why = "the collector at " .. require("lash.url_redact").redact(s.url) .. " answered HTTP " .. tostring(status) .. desc
   end
   self:_warn_once(why, why .. "; " .. #batch .. " span(s) dropped (later failures are not repeated)")
 end
@@ -239,7 +245,7 @@ end
 --   -- pass rt.on_event / rt.on_message to the run (alongside your own), then
 --   exp:shutdown() end
 function M.from_config(traces_config, warn)
-  warn = warn or function(line) io.stderr:write(line, "\n") end
+  warn = warn or function(line) io.stderr:write(shown(line), "\n") end
   local settings, err = M.settings(traces_config)
   if not settings then
     if err then warn("lash: warning: traces are off: " .. err) end

@@ -396,3 +396,54 @@ size_t lash_utf8_repair(const char *s, size_t len, char *dst) {
   }
   return o;
 }
+
+/* ---- text for a terminal ----------------------------------------------- */
+
+/* One step of lash_term_visible: what s[0..] becomes (into dst when not
+** NULL) and how many bytes of s it took (*took). */
+static size_t term_step(const unsigned char *s, size_t n, char *dst, size_t *took) {
+  static const char fffd[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
+  int ok;
+  size_t k;
+  if (s[0] < 0x80) {
+    *took = 1;
+    if (s[0] == '\t' || s[0] == '\n' || (s[0] >= 0x20 && s[0] < 0x7F)) {
+      if (dst) dst[0] = (char)s[0];
+      return 1;
+    }
+    if (dst) {
+      dst[0] = '^';
+      dst[1] = (char)((s[0] + 64) & 0x7F);
+    }
+    return 2;
+  }
+  k = utf8_seq(s, n, &ok);
+  *took = k;
+  /* ill-formed (a lone 0x9B is 8-bit CSI), or a C1 control as UTF-8 */
+  if (!ok || (k == 2 && s[0] == 0xC2 && s[1] <= 0x9F)) {
+    if (dst) memcpy(dst, fffd, 3);
+    return 3;
+  }
+  if (dst) memcpy(dst, s, k);
+  return k;
+}
+
+size_t lash_term_visible_size(const char *s, size_t len) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0, out = 0, took;
+  while (i < len) {
+    out += term_step(u + i, len - i, NULL, &took);
+    i += took;
+  }
+  return out;
+}
+
+size_t lash_term_visible(const char *s, size_t len, char *dst) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0, o = 0, took;
+  while (i < len) {
+    o += term_step(u + i, len - i, dst + o, &took);
+    i += took;
+  }
+  return o;
+}

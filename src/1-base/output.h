@@ -138,4 +138,17 @@ size_t lash_utf8_repaired_size(const char *s, size_t len);
 ** bytes written. */
 size_t lash_utf8_repair(const char *s, size_t len, char *dst);
 
+/* ---- text for a terminal -------------------------------------------- */
+
+/* Text from outside lash (a model, a tool, a server, a spec) made safe to
+** show on a terminal, so that no escape sequence it carries can move the
+** cursor, clear the screen, retitle the window or write the clipboard:
+** C0 controls other than tab and newline, and DEL, become caret notation
+** (ESC is "^["), C1 controls (U+0080..U+009F) and ill-formed UTF-8 (a lone
+** 0x9B is 8-bit CSI) become U+FFFD. The one sanitizer: the CLI's printer
+** (lash.cli.printer.visible) and the runtime's stderr log use it. dst
+** needs lash_term_visible_size bytes; returns the bytes written. */
+size_t lash_term_visible_size(const char *s, size_t len);
+size_t lash_term_visible(const char *s, size_t len, char *dst);
+
 #endif

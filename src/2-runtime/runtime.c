@@ -12,13 +12,16 @@
 #include "runtime.h"
 #include "task.h"
 #include "budget.h"
+#include "output.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char RUNTIME_KEY = 0;        /* registry: the runtime */
+#define LASH_LOG_MAX 1024                  /* a log line, bytes */
 #define RUNTIME_MT "lash.runtime.meta"     /* registry: its metatable */
 
 /* ---- runtime ------------------------------------------------------- */
@@ -53,8 +56,16 @@ static void make_metatables(lua_State *L) {
   lua_pop(L, 1);
 }
 
+/* stderr: on a terminal, what a log line carries from outside (an MCP
+** server's log, a command's path) cannot drive it (lash_term_visible) */
 static void default_log(void *ud, int level, const char *msg) {
+  char safe[3 * LASH_LOG_MAX + 1];
   (void)ud;
+  if (isatty(2)) {
+    size_t n = strnlen(msg, LASH_LOG_MAX);
+    safe[lash_term_visible(msg, n, safe)] = '\0';
+    msg = safe;
+  }
   fprintf(stderr, "lash: %s%s\n",
           level >= LASH_LOG_ERROR ? "error: "
           : level == LASH_LOG_WARN ? "warning: " : "", msg);
@@ -116,7 +127,7 @@ lash_loop *lash_runtime_loop(lua_State *L) {
 }
 
 void lash_runtime_log(lash_runtime *rt, int level, const char *fmt, ...) {
-  char buf[1024];
+  char buf[LASH_LOG_MAX];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);

@@ -57,7 +57,7 @@ void lash_sandbox_register_c(lua_State *L, const lash_sandbox_backend *b) {
     {"write_tags", b->write_tags}, {"poll", b->poll},
     {"destroy", b->destroy}, {"cas_tags", b->cas_tags}, {"list", b->list},
     {"gc", b->gc}, {"probe", b->probe}, {"snapshot", b->snapshot},
-    {"spawn", b->spawn}, {"persist", b->persist},
+    {"spawn", b->spawn}, {"persist", b->persist}, {"connect", b->connect},
   };
   size_t i;
   push_backends(L);

@@ -160,6 +160,10 @@ typedef struct lash_sandbox_backend {
   lua_CFunction snapshot;                    /* optional (NULL) */
   lua_CFunction spawn;                       /* optional (NULL) */
   lua_CFunction persist;                     /* optional (NULL) */
+  /* connect(cfg, id, port) -> fd: a TCP connection to port inside the
+  ** sandbox (what sandbox:publish relays to); the caller owns the fd.
+  ** Optional (NULL); C backends only. */
+  lua_CFunction connect;
 } lash_sandbox_backend;
 
 /* Push a sandbox error object: kind (LASH_SB_*), code (may be NULL),

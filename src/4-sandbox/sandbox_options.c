@@ -9,6 +9,7 @@
 */
 #include "sandbox.h"
 #include "sandbox_core.h"
+#include "outq.h"
 #include "laux.h"
 
 #include <math.h>
@@ -400,7 +401,7 @@ void lash_sandbox_opt_push_list(lua_State *L, int t, const char *field) {
 
 /* exec and spawn take a command the same way and share cwd and env. */
 static const char *const exec_options[] = {"timeout", "max_output_bytes", "cwd",
-                                           "env", "stdin", NULL};
+                                           "env", "stdin", "on_output", NULL};
 
 static const char *const spawn_options[] = {"cwd", "env", NULL};
 
@@ -458,6 +459,15 @@ void lash_sandbox_opt_command(lua_State *L, int is_exec) {
         if (lua_type(L, -1) != LUA_TSTRING)
           luaL_error(L, "stdin must be a string, got %s", luaL_typename(L, -1));
         lua_setfield(L, opts, "stdin");
+      }
+      if (lua_getfield(L, 3, "on_output") != LUA_TNIL) {
+        /* a queue (outq.h) each chunk of output goes into as it arrives;
+        ** the backend finds it in the normalized options, which the call
+        ** keeps on its stack, so it outlives every chunk */
+        if (!lash_outq_test(L, -1))
+          luaL_error(L, "on_output must be an output queue (lash.core.outq.new()), got %s",
+                     luaL_typename(L, -1));
+        lua_setfield(L, opts, "on_output");
       }
       lua_settop(L, opts);
     }

@@ -285,6 +285,31 @@ static int l_is_utf8(lua_State *L) {
   return 2;
 }
 
+/// Text from outside lash made safe for a terminal (lash_term_visible in
+// output.h: caret notation for C0 controls but tab and newline, U+FFFD for
+// C1 controls and ill-formed UTF-8); text with nothing to change comes back
+// as the same string.
+// @function visible
+// @tparam string s
+// @treturn string
+static int l_visible(lua_State *L) {
+  size_t len, n;
+  const char *s = luaL_checklstring(L, 1, &len);
+  luaL_Buffer b;
+  size_t i;
+  for (i = 0; i < len; i++) {          /* printable ASCII: nothing to do */
+    unsigned char c = (unsigned char)s[i];
+    if ((c < 0x20 && c != '\t' && c != '\n') || c >= 0x7F) break;
+  }
+  if (i == len) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  n = lash_term_visible_size(s, len);
+  luaL_pushresultsize(&b, lash_term_visible(s, len, luaL_buffinitsize(L, &b, n)));
+  return 1;
+}
+
 int lash_open_output(lua_State *L) {
   static const luaL_Reg ring_methods[] = {
     {"feed", l_ring_feed}, {"result", l_ring_result}, {"dropped", l_ring_dropped},
@@ -293,7 +318,7 @@ int lash_open_output(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"ring", l_ring}, {"truncate", l_truncate}, {"truncate_info", l_truncate_info},
     {"format_size", l_format_size}, {"utf8_repair", l_utf8_repair},
-    {"is_utf8", l_is_utf8}, {NULL, NULL}};
+    {"is_utf8", l_is_utf8}, {"visible", l_visible}, {NULL, NULL}};
   if (luaL_newmetatable(L, RING_MT)) {
     luaL_newlib(L, ring_methods);
     lua_setfield(L, -2, "__index");

@@ -8,6 +8,7 @@
 #include "sandbox.h"
 #include "sandbox_core.h"
 #include "modules.h"
+#include "lports.h"
 #include "runtime.h"
 
 #include <math.h>
@@ -98,6 +99,31 @@ static int m_spawn(lua_State *L) {
             "backend yet; use the local backend");
   lash_sandbox_opt_command(L, 0);
   return lash_sandbox_call(L, "spawn", 2, lash_sandbox_finish_k);
+}
+
+/* After connect's slot: the fd on top becomes a connection handle. */
+static int connect_k(lua_State *L, int status, lua_KContext ctx) {
+  int fd;
+  (void)status;
+  fd = (int)lua_tointeger(L, -1);
+  lua_settop(L, (int)ctx);
+  lash_ports_push_fd(L, fd);
+  return 1;
+}
+
+/*** Connect to a TCP port inside the sandbox (what a published port relays
+** to): a connection handle for lash.core.ports.
+** @function sandbox:connect
+** @tparam integer port */
+static int m_connect(lua_State *L) {
+  lua_Integer port;
+  lash_sandbox_checkopen(L, 1);
+  port = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, port >= 1 && port <= 65535, 2, "a TCP port is 1-65535");
+  lash_sandbox_need_slot(L, "connect", "reach a port inside the sandbox from this host "
+                         "(sandbox:connect, sandbox:publish): not supported on this backend");
+  lua_settop(L, 2);
+  return lash_sandbox_call(L, "connect", 1, connect_k);
 }
 
 /*** @function sandbox:stat
@@ -290,11 +316,11 @@ static int files_k(lua_State *L, int status, lua_KContext base) {
   return lua_gettop(L) - (int)base;
 }
 
-static int files_call(lua_State *L, const char *fn) {
+static int module_call(lua_State *L, const char *module, const char *fn) {
   int n = lua_gettop(L);
   lash_sandbox_checkopen(L, 1);
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "lash.sandbox_files");
+  lua_pushstring(L, module);
   lua_call(L, 1, 1);
   lua_getfield(L, -1, fn);
   lua_remove(L, -2);
@@ -309,17 +335,24 @@ static int files_call(lua_State *L, const char *fn) {
 ** @tparam string host_path where it goes (into it, if a directory)
 ** @tparam[opt] table opts progress = function(done_bytes, total_or_nil)
 ** @treturn table kind, bytes, files, dirs, links, skipped, path */
-static int m_download(lua_State *L) { return files_call(L, "download"); }
+static int m_download(lua_State *L) { return module_call(L, "lash.sandbox_files", "download"); }
 /*** Copy a host file or directory into the sandbox.
 ** @function sandbox:upload
 ** @tparam string host_path
 ** @tparam string path in the sandbox (into it, if a directory)
 ** @tparam[opt] table opts progress
 ** @treturn table kind, bytes, path */
-static int m_upload(lua_State *L) { return files_call(L, "upload"); }
+static int m_upload(lua_State *L) { return module_call(L, "lash.sandbox_files", "upload"); }
+/*** Publish a port of the sandbox on the host (lash.sandbox_ports).
+** @function sandbox:publish
+** @tparam integer port
+** @tparam[opt] table opts host, host_port
+** @treturn table port, host, host_port, address, close, stats */
+static int m_publish(lua_State *L) { return module_call(L, "lash.sandbox_ports", "publish"); }
 
 static const luaL_Reg methods[] = {
-  {"download", m_download}, {"upload", m_upload},
+  {"download", m_download}, {"upload", m_upload}, {"publish", m_publish},
+  {"connect", m_connect},
   {"exec", m_exec}, {"stat", m_stat}, {"read_file", m_read_file},
   {"write_file", m_write_file}, {"list_dir", m_list_dir},
   {"read_tags", m_read_tags}, {"write_tags", m_write_tags},
@@ -465,5 +498,8 @@ int lash_open_sandbox(lua_State *L) {
   lua_setfield(L, -2, "tags");
   lash_sandbox_opt_push_defaults(L);
   lua_setfield(L, -2, "defaults");
+  /* exec takes on_output (an output queue): run_command streams */
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, "streams_output");
   return 1;
 }

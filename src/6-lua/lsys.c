@@ -12,6 +12,7 @@
 #include "userdir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -101,6 +102,120 @@ static int l_mkdirs(lua_State *L) {
   return 2;
 }
 
+/*** private(path, kind [, mode]) -> true | nil, message: make one of the
+** user's own state files private. kind "file": opened without following a
+** link (made 0600 when missing), kind "existing": the same when it exists,
+** kind "dir": an existing directory. It must be the user's own (or root's
+** when lash runs as root) and not a link; group and other bits beyond mode
+** (default 0600 for files, 0700 for directories) are taken away through the
+** descriptor, whatever the umask made of it. */
+static int l_private(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  const char *kind = luaL_checkstring(L, 2);
+  int dir = strcmp(kind, "dir") == 0;
+  int create = strcmp(kind, "file") == 0;
+  mode_t want = (mode_t)luaL_optinteger(L, 3, dir ? 0700 : 0600);
+  struct stat st;
+  int fd;
+  luaL_argcheck(L, dir || create || strcmp(kind, "existing") == 0, 2,
+                "\"file\", \"existing\" or \"dir\"");
+  fd = dir ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+           : open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (create ? O_CREAT : 0), 0600);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOENT && !create) { lua_pushboolean(L, 1); return 1; }
+    lua_pushnil(L);
+    if (e == ELOOP || (dir && e == ENOTDIR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)))
+      lua_pushfstring(L, "%s is a symbolic link, which lash does not follow in its own state "
+                      "(someone may have planted it): remove it", path);
+    else lua_pushfstring(L, "cannot open %s: %s", path, strerror(e));
+    return 2;
+  }
+  if (fstat(fd, &st) != 0 || (!dir && !S_ISREG(st.st_mode))) {
+    close(fd);
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s is not a regular file", path);
+    return 2;
+  }
+  if (st.st_uid != geteuid() && st.st_uid != 0) {
+    close(fd);
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s belongs to uid %d, not to you (uid %d): lash keeps its state only in "
+                    "files of your own; remove it or fix its owner", path, (int)st.st_uid, (int)geteuid());
+    return 2;
+  }
+  if ((st.st_mode & 0777 & ~want) != 0 && fchmod(fd, st.st_mode & 0777 & want) != 0) {
+    int e = errno;
+    close(fd);
+    lua_pushnil(L);
+    lua_pushfstring(L, "cannot make %s private (chmod go-rwx): %s", path, strerror(e));
+    return 2;
+  }
+  close(fd);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/*** read_owned(path, what) -> text | nil, message, errno: read a file that
+** decides what lash trusts (what: "config file", "key file"), as ssh and git
+** do: it must belong to the user or root and be writable by nobody else,
+** checked on the descriptor it is read through. At most 1 MiB. */
+static int l_read_owned(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  const char *what = luaL_checkstring(L, 2);
+  struct stat st;
+  luaL_Buffer b;
+  char *p;
+  ssize_t n;
+  size_t got = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    int e = errno;
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(e));
+    lua_pushinteger(L, e);
+    return 3;
+  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    luaL_pushfail(L);
+    lua_pushfstring(L, "the %s %s is not a regular file", what, path);
+    return 2;
+  }
+  if (st.st_uid != geteuid() && st.st_uid != 0) {
+    close(fd);
+    luaL_pushfail(L);
+    lua_pushfstring(L, "the %s %s belongs to uid %d, not to you (uid %d) or root: lash does not "
+                    "trust a file another user controls; chown it to yourself or remove it",
+                    what, path, (int)st.st_uid, (int)geteuid());
+    return 2;
+  }
+  if (st.st_mode & 022) {
+    close(fd);
+    luaL_pushfail(L);
+    lua_pushfstring(L, "the %s %s is writable by %s: lash does not trust a file others can change; "
+                    "chmod go-w %s", what, path, (st.st_mode & 002) ? "everyone" : "its group", path);
+    return 2;
+  }
+  luaL_buffinit(L, &b);
+  for (;;) {
+    p = luaL_prepbuffer(&b);
+    n = read(fd, p, LUAL_BUFFERSIZE);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    luaL_addsize(&b, (size_t)n);
+    if ((got += (size_t)n) > (1u << 20)) break;
+  }
+  close(fd);
+  if (n < 0 || got > (1u << 20)) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "the %s %s %s", what, path, n < 0 ? "could not be read" : "is over 1 MiB");
+    return 2;
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
 /* lash_getenv_fn over the values user_dir looked up in Lua. */
 typedef struct { const char *xdg, *home; } env_pair;
 static const char *pair_getenv(void *ud, const char *name) {
@@ -154,7 +269,7 @@ int lash_open_sys(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"isatty", l_isatty}, {"getpid", l_getpid}, {"memory", l_memory},
     {"random", l_random}, {"time", l_time}, {"alive", l_alive},
-    {"mkdirs", l_mkdirs}, {"user_dir", l_user_dir},
+    {"mkdirs", l_mkdirs}, {"private", l_private}, {"read_owned", l_read_owned}, {"user_dir", l_user_dir},
     {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;

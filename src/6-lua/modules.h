@@ -23,7 +23,8 @@
   X(secret)             \
   X(sqlite)             \
   X(files)              \
-  X(outq)
+  X(outq)               \
+  X(ports)
 
 #define LASH_DECLARE_OPEN(name) int lash_open_##name(lua_State *L);
 LASH_MODULES(LASH_DECLARE_OPEN)

@@ -22,6 +22,7 @@
 #include "lash_lua.h"
 #include "lauxlib.h"
 #include "runtime.h"
+#include "output.h"
 #include "pool.h"
 #include "term.h"
 
@@ -55,6 +56,21 @@ static int parse_size(const char *s, size_t *out) {
   if (v > (SIZE_MAX >> shift)) return -1;
   *out = (size_t)(v << shift);
   return 0;
+}
+
+/* An error that escaped the CLI, on stderr: its message may carry text
+** from outside (a spec, a server, a model), so on a terminal it goes
+** through the one sanitizer (lash_term_visible). */
+static void say_error(const char *msg) {
+  size_t n = strlen(msg);
+  char *safe;
+  if (!isatty(2) || !(safe = malloc(lash_term_visible_size(msg, n) + 1))) {
+    fprintf(stderr, "lash: %s\n", msg);
+    return;
+  }
+  safe[lash_term_visible(msg, n, safe)] = '\0';
+  fprintf(stderr, "lash: %s\n", safe);
+  free(safe);
 }
 
 /* The CLI's signal state; lives in main's frame, reached through the
@@ -266,7 +282,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (strcmp(lash_errmsg(S), "no error") != 0) {
-    fprintf(stderr, "lash: %s\n", lash_errmsg(S));
+    say_error(lash_errmsg(S));
     lash_close(S);
     cli_pool_close(&pool);
     return 1;
@@ -287,7 +303,7 @@ int main(int argc, char **argv) {
           "local run, argc, argv, host = __lash_run_cli, __lash_argc, __lash_argv, __lash_host\n"
           "__lash_run_cli, __lash_argc, __lash_argv, __lash_host = nil, nil, nil, nil\n"
           "__lash_exit = run(argc, argv, host)", "=lash") != LASH_OK) {
-      fprintf(stderr, "lash: %s\n", lash_errmsg(S));
+      say_error(lash_errmsg(S));
       code = cs.signo ? 128 + cs.signo : 1;
     } else {
       lua_getglobal(L, "__lash_exit");

@@ -433,7 +433,11 @@ static int l_add_history(lua_State *L) {
   t->last = strdup(line);
   ed.add_history(line);
   if (t->history) {
+    /* made 0600 as it is created (no moment readable by others); the
+    ** chmod tightens an older one */
+    mode_t old = umask(077);
     int rc = ed.write_history(t->history);
+    umask(old);
     if (rc != 0) {
       luaL_pushfail(L);
       lua_pushfstring(L, "cannot save the history to %s: %s", t->history, strerror(rc > 0 ? rc : EIO));

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (machine-wide cgroups, mounts or loop devices; see tests/run.sh)
 # tests/integration/test_cgroup_v2.sh: the local sandbox's cgroup v2 path on
 # a real kernel that has it. Many hosts (this project's CI machine among
 # them) are cgroup v1 only, so the test boots Debian's own kernel under

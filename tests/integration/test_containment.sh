@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (machine-wide cgroups, mounts or loop devices; see tests/run.sh)
 # tests/integration/test_containment.sh: the local sandbox's containment
 # suite. Each case is one command in a jail with an expected result; every
 # one must be contained and leave the host working. Meant to run as root

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (machine-wide cgroups, mounts or loop devices; see tests/run.sh)
 # tests/integration/test_disk_template.sh: the disk quota's images come
 # from a template, made by mkfs.ext4 once per state root and size: a second
 # sandbox's disk is made without mkfs (seen with strace), has the quota's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: alone (machine-wide cgroups, mounts or loop devices; see tests/run.sh)
 # tests/integration/test_host_paths.sh: host-side operations on the paths a
 # sandbox controls (its workspace and /tmp) never follow a link the sandbox
 # wrote. A command in the sandbox swaps a directory for a symlink to a host

@@ -18,9 +18,21 @@ mv "$tmp/stage/opt/lash" "$tmp/moved"
 P=$tmp/moved
 for f in lib/liblash.so lib/liblash.so.0 lib/liblash.a include/lash.h include/lash_lua.h \
          lib/pkgconfig/lash.pc bin/lash share/lash/lua/lash/init.lua lib/lua/5.4/lash/core.so \
-         share/lua/5.1/lash_ffi.lua; do
+         share/lua/5.1/lash_ffi.lua share/man/man1/lash.1; do
   [ -e "$P/$f" ]; ok $? "installed $f"
 done
+# the man page is made from the CLI's help: every command and the exit codes
+page=$P/share/man/man1/lash.1
+for w in '^\.SH EXIT STATUS' '^\.B 124$' '^\.SS lash sandbox$' '^\.SH ENVIRONMENT'; do
+  grep -q "$w" "$page"; ok $? "lash.1 has $w"
+done
+if command -v man >/dev/null 2>&1; then
+  out=$(MANPAGER=cat MANWIDTH=80 man -l "$page" 2>&1)
+  echo "$out" | grep -q 'EXIT STATUS' && ! echo "$out" | grep -q 'warning'
+  ok $? "man -l renders lash.1 without warnings"
+else
+  skip "man is missing: lash.1 not rendered"
+fi
 soname=$(readelf -d "$P/lib/liblash.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = liblash.so.0 ]; ok $? "the library's soname is liblash.so.0 (got '$soname')"
 
@@ -142,12 +154,12 @@ rc=$?; grep -q '^status 2: Stocked: added sword (1 items)$' "$log" || rc=1
 ok $rc "... and runs its agent"
 
 # a host linked against the shared library outside the loader's path: the
-# README's line needs -Wl,-rpath (or LD_LIBRARY_PATH), and says so
+# manual's embedding line needs -Wl,-rpath (or LD_LIBRARY_PATH), and says so
 cc -o "$tmp/plain-so" "$tmp/plain.c" $(pkg-config --cflags --libs lash) 2>"$log"
 out=$(cd "$tmp" && ./plain-so 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q 'liblash.so.0'; ok $? "without an rpath the loader cannot find liblash.so.0 ($out)"
-grep -q -- '-Wl,-rpath,$(pkg-config --variable=libdir lash)' README.md
-ok $? "README's embedding line says how: -Wl,-rpath with pkg-config's libdir"
+grep -q -- '-Wl,-rpath,$(pkg-config --variable=libdir lash)' docs/embedding.md
+ok $? "docs/embedding.md's build line says how: -Wl,-rpath with pkg-config's libdir"
 cc -o "$tmp/plain-rpath" "$tmp/plain.c" $(pkg-config --cflags --libs lash) \
   -Wl,-rpath,"$(pkg-config --variable=libdir lash)" 2>"$log"
 (cd "$tmp" && ./plain-rpath); ok $? "... and with it the host runs"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/integration/test_layers.sh: tools/check_layers, the check that every
-# #include, cross-file call and require points down README's layers with no
+# #include, cross-file call and require points down the layers of docs/architecture.md with no
 # cycle. First on planted trees (so the check is seen to catch each kind of
 # offence, flat and moved layout), then on lash itself. TAP output.
 . "$(dirname "$0")/../lib.sh"

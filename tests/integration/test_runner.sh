@@ -47,6 +47,9 @@ printf 'echo "ok 1 - one"; echo "1..3"\n' >"$plant/integration/test_short_plan.s
 printf 'echo "1..0 # SKIP nothing to do here"\n' >"$plant/integration/test_skips.sh"
 printf 'echo "ok 1 - one"; echo "ok 2 - two # SKIP not here"; echo "1..2"\n' >"$plant/integration/test_passes.sh"
 
+# this test may itself run under `make test T=... -j2`: the planted runs
+# choose their own selection and parallelism
+unset LASH_TEST_ONLY LASH_TEST_JOBS MAKEFLAGS MAKELEVEL
 export LASH_TEST_UNIT_DIR=$plant/unit LASH_TEST_SPEC_DIR=$plant/specs \
        LASH_TEST_INTEGRATION_DIR=$plant/integration LASH_TEST_TIMEOUT=3
 out=$(bash tests/run.sh 2>&1); rc=$?
@@ -81,6 +84,24 @@ for t in unit/test_crash specs/quits_spec.lua integration/test_silent_fail.sh in
 done
 [ "$(printf '%s\n' "$out" | tail -n 1)" = "7 passed, 6 failed, 2 skipped" ]
 ok $? "the closing line counts them: $(printf '%s\n' "$out" | tail -n 1)"
+
+# The same tests two at a time: the same lines (in another order) and totals.
+out2=$(LASH_TEST_JOBS=2 bash tests/run.sh 2>&1)
+[ "$(printf '%s\n' "$out2" | tail -n 1)" = "7 passed, 6 failed, 2 skipped" ]
+ok $? "two at a time, the same totals: $(printf '%s\n' "$out2" | tail -n 1)"
+[ "$(printf '%s\n' "$out" | grep '^--- ' | sed 's/[0-9]*s)$//' | sort)" = \
+  "$(printf '%s\n' "$out2" | grep '^--- ' | sed 's/[0-9]*s)$//' | sort)" ]
+ok $? "two at a time, the same line for each test"
+printf '%s\n' "$out2" | grep -q '^# took [0-9]*s, 2 tests at a time$'
+ok $? "the summary says how many ran at a time"
+
+# A selection runs only the tests whose names hold one of its words.
+out3=$(LASH_TEST_ONLY="passes good" bash tests/run.sh 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out3" | grep -c '^--- ')" = 2 ]
+ok $? "LASH_TEST_ONLY='passes good' runs test_passes.sh and test_good only (exit $rc)"
+out3=$(LASH_TEST_ONLY=nosuch bash tests/run.sh 2>&1); rc=$?
+[ $rc -eq 2 ] && printf '%s\n' "$out3" | grep -q 'no test name contains any of: nosuch'
+ok $? "a selection no test matches is an error that says how names look (exit $rc)"
 
 # make test is tests/run.sh after `make all`; run it for real where the
 # build is the default one and up to date (under make check it is not).

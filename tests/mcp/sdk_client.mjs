@@ -44,6 +44,16 @@ r = await client.callTool({ name: "nope", arguments: {} });
 check("an unknown tool is isError", r.isError === true && text(r).includes("Unknown tool"), r);
 r = await client.callTool({ name: "run_command", arguments: { command: "pwd" } });
 check("commands run in the sandbox's workdir", text(r).includes("/workspace"), text(r));
+// a running command's output as progress notifications, when the client asks for progress
+// (over stdio: lash mcp serve --http answers each request with one JSON body, no event stream)
+const progress = [];
+r = await client.callTool({ name: "run_command", arguments: { command: "for i in 1 2 3; do echo line$i; sleep 0.3; done" } },
+                          undefined, { onprogress: (p) => progress.push(p) });
+if (!url) check("run_command streams its output as progress notifications",
+      progress.length >= 2 && progress.map((p) => p.message).join("") === "line1\nline2\nline3\n"
+      && progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress), progress);
+const plain = await client.callTool({ name: "run_command", arguments: { command: "for i in 1 2 3; do echo line$i; sleep 0.3; done" } });
+check("... and its result is the same as without progress", text(r) === text(plain) && text(r).includes("line3"), [text(r), text(plain)]);
 await client.ping();
 check("ping", true);
 if (url) await transport.terminateSession();

@@ -432,6 +432,30 @@ static void test_utf8(void) {
   }
 }
 
+static void check_visible(const char *s, size_t len, const char *want, const char *what) {
+  size_t need = lash_term_visible_size(s, len), n;
+  char *d = malloc(need + 1);
+  n = lash_term_visible(s, len, d);
+  T_EQ_INT(n, need, "visible size is exact");
+  T_EQ_MEM(d, n, want, strlen(want), what);
+  T_OK(lash_utf8_valid(d, n), "%s: the result is valid UTF-8", what);
+  free(d);
+}
+
+#define CHECK_VISIBLE(s, want, what) check_visible(s, sizeof(s) - 1, want, what)
+
+static void test_term_visible(void) {
+  CHECK_VISIBLE("plain\ttext\n", "plain\ttext\n", "tab and newline pass");
+  CHECK_VISIBLE("\x1b]52;c;aGk=\x07", "^[]52;c;aGk=^G", "OSC 52: ESC and BEL as caret notation");
+  CHECK_VISIBLE("\x1b[2J\r\x7f", "^[[2J^M^?", "a screen clear, CR and DEL");
+  CHECK_VISIBLE("a\0b", "a^@b", "NUL");
+  CHECK_VISIBLE("\xc2\x9b" "6n", R "6n", "C1 CSI as UTF-8 becomes U+FFFD");
+  CHECK_VISIBLE("\x9b" "6n", R "6n", "a lone 8-bit CSI becomes U+FFFD");
+  CHECK_VISIBLE("\xc2\xa0\xc3\xa9\xe2\x80\xa6", "\xc2\xa0\xc3\xa9\xe2\x80\xa6",
+                "U+00A0 and other text pass");
+  CHECK_VISIBLE("\xed\xa0\x80", R R R, "ill-formed UTF-8 as in repair");
+}
+
 int main(void) {
   test_format_size();
   test_issue_examples();
@@ -439,5 +463,6 @@ int main(void) {
   test_ring();
   test_pipeline();
   test_utf8();
+  test_term_visible();
   return T_DONE();
 }

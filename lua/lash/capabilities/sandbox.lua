@@ -15,7 +15,7 @@
 --             instead, the run also proves it may use the sandbox: the
 --             owner must match the one the provisioning step stamped, and
 --             the run claims it as holder until it ends (see
---             lash.identity; docs in the README's cross-task section).
+--             lash.identity; docs in docs/pipelines.md).
 --   shared    `session = lash.sandbox.session{...}`: the caller's sandbox
 --             object, shared by several runs, never destroyed (the caller
 --             closes it).
@@ -79,7 +79,7 @@ local OWN = {
   sandbox_timeout = true, workdir = true, env = true, network = true, from_snapshot = true,
   default_command_timeout = true, max_command_timeout = true, max_output_bytes = true,
   max_output_lines = true, max_read_bytes = true, instructions = true, log = true, tools = true,
-  max_background = true,
+  max_background = true, publish = true,
 }
 
 -- Options that exist only on some backends, with the backend option names
@@ -134,6 +134,15 @@ local function check_types(o)
   for _, name in ipairs { "sandbox_timeout", "max_output_bytes", "max_output_lines", "max_read_bytes",
                           "max_background" } do
     positive_integer(o, name)
+  end
+  local pub = o.publish
+  if pub ~= nil then
+    if type(pub) ~= "table" then fail("publish must be a list of ports, such as {8000}, got " .. show(pub) .. ".") end
+    for k, v in pairs(pub) do
+      if math.type(k) ~= "integer" or k < 1 or k > #pub or math.type(v) ~= "integer" or v < 1 or v > 65535 then
+        fail("publish must be a list of TCP ports (integers 1-65535), such as {8000}; got " .. show(v) .. ".")
+      end
+    end
   end
   local d = o.default_command_timeout
   if d ~= nil and (type(d) ~= "number" or not (d > 0) or d == math.huge) then
@@ -367,7 +376,13 @@ function M.new(opts)
     pass = pass, info = info, create = create,
   }, Cap)
   -- built while an untrusted spec loads: its backend calls are checked
-  if runtime.core.budget.active() then trust.mark(self) end
+  if runtime.core.budget.active() then
+    trust.mark(self)
+    if o.publish ~= nil and #o.publish > 0 then
+      fail("publish opens ports on this machine, and a spec loaded without --trust cannot; "
+        .. "load it with --trust, or publish from the trusted side (lash sandbox port ID PORT).")
+    end
+  end
   -- the ceiling as configured: reuse modes cannot see the sandbox's
   -- lifetime, so sandbox_timeout (which they cannot set) reads 300
   self.ceiling = o.max_command_timeout or (mode == "owned" and o.sandbox_timeout or REUSE_CEILING)
@@ -695,6 +710,25 @@ function Run:open(ctx)
     self.sb = sb
   end
   self.state = "open"
+  self:publish_ports()
+end
+
+-- The capability's `publish` ports, on the host for as long as the run
+-- lasts (lash.sandbox_ports); each is told as a port_published event.
+function Run:publish_ports()
+  local ports = self.opts.publish
+  if not ports or #ports == 0 then return end
+  self.published = {}
+  local emit = self.ctx and self.ctx.emit
+  for _, port in ipairs(ports) do
+    local ok, p = pcall(self.sb.publish, self.sb, port)
+    if not ok then
+      self:log("warning", "cannot publish port " .. port .. " of sandbox " .. self.sb.id .. ": " .. message_of(p))
+    else
+      self.published[#self.published + 1] = p
+      if emit then emit { type = "port_published", port = port, address = p.address, sandbox_id = self.sb.id } end
+    end
+  end
 end
 
 function Run:release(sb, holder)
@@ -722,6 +756,8 @@ function Run:close()
     return
   end
   self.state = "closed"
+  for _, p in ipairs(self.published or {}) do p:close() end
+  self.published = nil
   -- background commands end with the run, whatever the mode
   sandbox_tools.close(self)
   local sb, holder, cap = self.sb, self.holder, self.cap

@@ -112,17 +112,36 @@ function Printer:close()
   if not self.json and not self.at_line_start then self.write("\n") self.at_line_start = true end
 end
 
---- Text from outside lash (a model, a tool, a server) made safe for a
--- terminal: control characters other than newline and tab become caret
--- notation (ESC is "^["), and C1 controls (U+0080..U+009F, which some
--- terminals read as CSI) become U+FFFD, so no escape sequence it carries
--- can move the cursor, retitle the window or write the clipboard.
+--- Text from outside lash (a model, a tool, a server, a spec) made safe
+-- for a terminal: control characters other than newline and tab become
+-- caret notation (ESC is "^["), C1 controls (U+0080..U+009F, which some
+-- terminals read as CSI) and ill-formed UTF-8 (a lone 0x9B is 8-bit CSI)
+-- become U+FFFD, so no escape sequence it carries can move the cursor,
+-- retitle the window or write the clipboard. The one sanitizer: every
+-- path that shows outside text on a terminal calls this (or `shown`); it
+-- is lash_term_visible in C (src/1-base/output.c), which the runtime's
+-- stderr log uses too.
 function M.visible(s)
-  s = tostring(s or "")
-  s = s:gsub("[%z\1-\8\11-\31\127]", function(c) return "^" .. string.char((c:byte() + 64) % 128) end)
-  return (s:gsub("\194[\128-\159]", "\239\191\189"))
+  return runtime.output.visible(tostring(s or ""))
 end
 local visible = M.visible
+
+local tty_of = {}
+--- s as it may be shown on file descriptor fd (1, the default: stdout; 2:
+-- stderr): made visible when that is a terminal, as it came otherwise
+-- (piped, or `--json`).
+function M.shown(s, fd)
+  fd = fd or 1
+  if tty_of[fd] == nil then tty_of[fd] = M.is_tty(fd) end
+  s = tostring(s == nil and "" or s)
+  return tty_of[fd] and visible(s) or s
+end
+
+-- outside text in this printer's stream
+function Printer:safe(s)
+  s = tostring(s == nil and "" or s)
+  return self.tty and visible(s) or s
+end
 
 local function one_line(s, width)
   s = visible(s)
@@ -231,7 +250,7 @@ local handlers = {}
 
 function handlers.run_start(self, ev)
   self.started = runtime.now()
-  self:line(self:paint("dim", "● " .. tostring(ev.agent) .. " · " .. tostring(ev.model)
+  self:line(self:paint("dim", "● " .. self:safe(ev.agent) .. " · " .. self:safe(ev.model)
     .. (self.header_note and (" · " .. self.header_note) or "")))
 end
 
@@ -277,8 +296,9 @@ end
 function handlers.tool_call(self, ev)
   self:unspin()
   end_thinking(self)
-  self:line(self:paint("cyan", "▸ " .. ev.name) .. " " .. self:paint("dim", one_line(args_text(ev.args), self.width)))
-  self:spin("running " .. ev.name)
+  self:line(self:paint("cyan", "▸ " .. self:safe(ev.name)) .. " "
+    .. self:paint("dim", one_line(args_text(ev.args), self.width)))
+  self:spin("running " .. self:safe(ev.name))
 end
 
 function handlers.tool_output_delta(self, ev)
@@ -304,9 +324,15 @@ function handlers.tool_output_delta(self, ev)
   if runtime.now() - live.at >= LIVE_EVERY then self:draw_live() end
 end
 
+function handlers.port_published(self, ev)
+  self:unspin()
+  self:line(self:paint("cyan", "⇢ port " .. tostring(ev.port)) .. " of the sandbox at "
+    .. self:paint("bold", tostring(ev.address)))
+end
+
 function handlers.approval_request(self, ev)
   self:unspin()
-  self:line(self:paint("yellow", "? " .. ev.name .. " needs approval"))
+  self:line(self:paint("yellow", "? " .. self:safe(ev.name) .. " needs approval"))
 end
 
 function handlers.tool_result(self, ev)
@@ -329,7 +355,7 @@ function handlers.retry(self, ev)
       self:line(self:paint("yellow", "↶ discarded: the text above was cut off and is sent again"))
     end
     self:line(self:paint("yellow", string.format("↻ model request failed (%s), retry %d in %.1fs: ",
-      ev.status and ("HTTP " .. ev.status) or tostring(ev.reason), ev.attempt, ev.delay or 0))
+      ev.status and ("HTTP " .. self:safe(ev.status)) or self:safe(ev.reason), ev.attempt, ev.delay or 0))
       .. self:paint("dim", one_line(ev.message, self.width)))
   elseif ev.kind == "output" then
     self:line(self:paint("yellow", string.format("↻ the answer does not match the output schema, retry %d: ",
@@ -340,7 +366,7 @@ end
 function handlers.handoff(self, ev)
   self:unspin()
   end_thinking(self)
-  self:line(self:paint("yellow", "⇄ " .. tostring(ev.from) .. " handed off to " .. tostring(ev.to)))
+  self:line(self:paint("yellow", "⇄ " .. self:safe(ev.from) .. " handed off to " .. self:safe(ev.to)))
 end
 
 function handlers.run_end(self, ev)
@@ -348,7 +374,7 @@ function handlers.run_end(self, ev)
   end_thinking(self)
   if ev.output ~= nil and type(ev.output) ~= "string" then
     -- structured output: the decoded value, printed as JSON unless its text was shown
-    if not self.streamed then self:line(json.encode_canonical(ev.output)) end
+    if not self.streamed then self:line(self:safe(json.encode_canonical(ev.output))) end
   elseif ev.output and ev.output ~= "" and not self.streamed then
     -- not streamed: the answer arrives whole
     self:text(self.tty and visible(ev.output) or ev.output)
@@ -357,7 +383,8 @@ function handlers.run_end(self, ev)
   if ev.stop_reason == "approval_required" then
     self:line(self:paint("yellow", "■ stopped: tool calls need approval"))
     for _, p in ipairs(ev.pending or {}) do
-      self:line(self:paint("yellow", "  " .. p.id .. " " .. p.name .. " ") .. one_line(args_text(p.args), self.width))
+      self:line(self:paint("yellow", "  " .. self:safe(p.id) .. " " .. self:safe(p.name) .. " ")
+        .. one_line(args_text(p.args), self.width))
     end
   elseif ev.stop_reason == "max_tokens" then
     self:line(self:paint("yellow", "■ the answer hit the output token limit"))

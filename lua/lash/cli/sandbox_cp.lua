@@ -32,9 +32,9 @@ local function progress_printer(cli)
     last = now
     local rate = done / math.max(now - t0, 1e-3)
     local line = size(done) .. (total and (" / " .. size(total)) or "") .. "  " .. size(math.floor(rate)) .. "/s"
-    cli.err("\r\27[K", line)
+    cli.err_raw("\r\27[K", line)
   end
-  return show, function() cli.err("\r\27[K") end
+  return show, function() cli.err_raw("\r\27[K") end
 end
 
 local function split(arg)

@@ -17,6 +17,9 @@
 -- or Ctrl-D, ends the session.
 -- @module lash.commands.chat
 local runtime = require "lash.runtime"
+-- a model's, tool's or server's words on the chat's terminal (the printer's
+-- one sanitizer; chat always runs on one)
+local function shown(s) return require("lash.cli.printer").visible(s) end
 local M = {
   signals = true,      -- SIGTERM/SIGHUP stop lash as for `lash run`; SIGINT is the session's
   summary = "talk with an agent spec in an interactive session",
@@ -111,7 +114,7 @@ local Session = {}
 Session.__index = Session
 
 function Session:say(style, s)
-  self.out(self.painter(style, s) .. "\n")
+  self.out(self.painter(style, shown(s)) .. "\n")
 end
 
 -- The model the next turn uses, as shown to the user.
@@ -133,7 +136,7 @@ function Session:ask(call)
   if call.kind == "elicitation" then return self:ask_elicitation(call) end
   while true do
     local args = require("lash.cli.printer").one_line(json.try_encode_canonical(call.args or {}) or "", 100)
-    local line, why = self.term.read(string.format("Allow %s %s? [y/n/e] ", call.name, args))
+    local line, why = self.term.read(string.format("Allow %s %s? [y/n/e] ", shown(call.name), args))
     -- piped answers are not echoed by a terminal: show them in the transcript
     if line and not self.interactive then self.out(line .. "\n") end
     if not line then
@@ -161,7 +164,7 @@ end
 
 -- An MCP server asks the user: answer each field (empty keeps the default).
 function Session:ask_elicitation(call)
-  self.out(string.format("%s asks: %s\n", tostring(call.server), tostring(call.message)))
+  self.out(shown(string.format("%s asks: %s\n", tostring(call.server), tostring(call.message))))
   local line = self.term.read("Answer? [y/n] ")
   if not line or not line:lower():match("^%s*y") then return false end
   local props = type(call.schema) == "table" and type(call.schema.properties) == "table"
@@ -171,8 +174,8 @@ function Session:ask_elicitation(call)
   table.sort(names)
   for _, k in ipairs(names) do
     local p, d = props[k], call.args and call.args[k]
-    local v = self.term.read(string.format("  %s%s: ", type(p.title) == "string" and p.title or k,
-                                           d ~= nil and (" [" .. tostring(d) .. "]") or ""))
+    local v = self.term.read(shown(string.format("  %s%s: ", type(p.title) == "string" and p.title or k,
+                                                 d ~= nil and (" [" .. tostring(d) .. "]") or "")))
     if v == nil then return false end
     if v ~= "" then
       if p.type == "number" or p.type == "integer" then args[k] = tonumber(v) or v
@@ -468,21 +471,21 @@ function Session:command(line)
       .. (was and (" (the last one is saved as session " .. was .. ")") or ""))
   elseif name == "model" then
     if rest == "" then
-      self.out("model: " .. self:model_label() .. "\n")
+      self.out("model: " .. shown(self:model_label()) .. "\n")
     elseif rest == "default" then
       self.model = self.default_model
-      self.out("model: " .. self:model_label() .. " (from the next turn)\n")
+      self.out("model: " .. shown(self:model_label()) .. " (from the next turn)\n")
     else
       local ok, err = pcall(require("lash.models").resolve, rest)
       if not ok then
         self:say("red", "cannot use model " .. rest .. ": " .. tostring(type(err) == "table" and err.message or err))
       else
         self.model = rest
-        self.out("model: " .. self:model_label() .. " (from the next turn)\n")
+        self.out("model: " .. shown(self:model_label()) .. " (from the next turn)\n")
       end
     end
   elseif name == "tools" then
-    self.out(self:tools() .. "\n")
+    self.out(shown(self:tools()) .. "\n")
   elseif name == "save" then
     self:save_session(rest)
   elseif name == "export" then

@@ -15,7 +15,7 @@ path    print the config file's path ($LASH_CONFIG, else
         $XDG_CONFIG_HOME/lash/config.lua, else ~/.config/lash/config.lua).
 check   parse FILE (default: the config file) and report errors.
 
-The config file is Lua data (see README, "Daily use").]],
+The config file is Lua data (see docs/cli.md, "Daily use").]],
 }
 
 local function show(args, cli)

@@ -33,7 +33,9 @@ local function get_json(url, headers, timeout, provider)
                                                           timeout = timeout })
   if not ok then
     local e = status
-    return nil, provider .. ": cannot reach " .. url .. ": " .. tostring(type(e) == "table" and e.message or e)
+    local redact_all = require("lash.url_redact").redact_all
+    return nil, provider .. ": cannot reach " .. redact_all(url) .. ": "
+      .. redact_all(tostring(type(e) == "table" and e.message or e))
   end
   if status < 200 or status > 299 then
     local desc = require("lash.models").describe_body(body)
@@ -95,7 +97,7 @@ local function plan(name)
   local entry = { name = name }
   if name == "anthropic" then
     p.base_url = p.base_url or require("lash.models.anthropic").DEFAULT_BASE_URL
-    entry.base_url = p.base_url
+    entry.base_url = require("lash.url_redact").redact(p.base_url)
     if not p.key then
       entry.note = "not asked: " .. (p.key_missing or "set ANTHROPIC_API_KEY")
       return entry
@@ -103,7 +105,7 @@ local function plan(name)
     entry.fetch = list_anthropic
   else
     p.base_url = p.base_url or require("lash.models.openai").DEFAULT_BASE_URL
-    entry.base_url = p.base_url
+    entry.base_url = require("lash.url_redact").redact(p.base_url)
     local official = p.base_url:find("^https://api%.openai%.com") ~= nil
     if official and not p.key then
       entry.note = "not asked: " .. (p.key_missing or "set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)")

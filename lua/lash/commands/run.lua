@@ -73,7 +73,7 @@ usage, outcome) in $LASH_SESSIONS_DB, else $XDG_STATE_HOME/lash/sessions.db
 environment: LASH_MODEL (default --model), LASH_SANDBOX_BACKEND (default
 --backend), LASH_CONFIG (the config file; see `lash config show`),
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL,
-OTEL_EXPORTER_OTLP_ENDPOINT (export traces; see README "Traces"),
+OTEL_EXPORTER_OTLP_ENDPOINT (export traces; see docs/cli.md, "traces"),
 NO_COLOR, LASH_SANDBOX_ROOT (local sandboxes), LASH_LOG=info
 (sandbox attach/release notes on stderr), AIRFLOW_CTX_* (owner and holder
 under Airflow), LASH_SHUTDOWN_TIMEOUT.
@@ -114,6 +114,9 @@ local function read_prompt(o, render)
 end
 
 -- Ask on the terminal; without one (or with --yes) the answer is fixed.
+-- the questions show a tool's or server's words: safe on the terminal
+local function shown(s) return require("lash.cli.printer").shown(s, 1) end
+
 local function approver(o, render)
   if o.yes then return function() return true end end
   if not render.is_tty(0) then return nil end
@@ -121,14 +124,14 @@ local function approver(o, render)
     local json = require "lash.json"
     if call.kind == "elicitation" then return M.ask_elicitation(call) end
     if call.interrupted then
-      io.stdout:write(string.format("\n%s %s started before lash stopped and never finished: it may already have "
-        .. "had its effects. Run it again? [y/N] ", call.name, json.try_encode(call.args) or ""))
+      io.stdout:write(shown(string.format("\n%s %s started before lash stopped and never finished: it may already have "
+        .. "had its effects. Run it again? [y/N] ", call.name, json.try_encode(call.args) or "")))
       io.stdout:flush()
       if (io.read("l") or ""):lower():match("^y") then return true end
       return "The user chose not to run this call again: it was cut short by a crash and may already have had "
         .. "its effects; check before relying on them."
     end
-    io.stdout:write(string.format("\nAllow %s %s? [y/N] ", call.name, json.try_encode(call.args) or ""))
+    io.stdout:write(shown(string.format("\nAllow %s %s? [y/N] ", call.name, json.try_encode(call.args) or "")))
     io.stdout:flush()
     local answer = io.read("l") or ""
     if answer:lower():match("^y") then return true end
@@ -168,7 +171,8 @@ end
 --- An MCP server asks the user for input: ask for each field on the
 -- terminal (empty keeps the default), or decline.
 function M.ask_elicitation(call)
-  io.stdout:write(string.format("\n%s asks: %s\nAnswer? [y/N] ", tostring(call.server), tostring(call.message)))
+  io.stdout:write(shown(string.format("\n%s asks: %s\nAnswer? [y/N] ", tostring(call.server),
+                                      tostring(call.message))))
   io.stdout:flush()
   if not (io.read("l") or ""):lower():match("^y") then return false end
   local props = type(call.schema) == "table" and type(call.schema.properties) == "table" and call.schema.properties or {}
@@ -177,8 +181,8 @@ function M.ask_elicitation(call)
   table.sort(names)
   for _, k in ipairs(names) do
     local p, d = props[k], call.args and call.args[k]
-    io.stdout:write(string.format("  %s%s: ", type(p.title) == "string" and p.title or k,
-                                  d ~= nil and (" [" .. tostring(d) .. "]") or ""))
+    io.stdout:write(shown(string.format("  %s%s: ", type(p.title) == "string" and p.title or k,
+                                        d ~= nil and (" [" .. tostring(d) .. "]") or "")))
     io.stdout:flush()
     local line = io.read("l") or ""
     if line ~= "" then
@@ -455,7 +459,7 @@ function M.main(args, cli)
   if o.no_stream then opts.stream = false end
   if o.holder then opts.holder = o.holder end
   opts.approve = approver(o, render)
-  local printer = render.new { json = o.json, write = function(s) cli.out(s) io.stdout:flush() end,
+  local printer = render.new { json = o.json, write = function(s) cli.out_raw(s) io.stdout:flush() end,
                                tty = (not o.json) and render.is_tty(1),
                                -- the header says which session goes on
                                header_note = session and not fresh_session and ("continuing session " .. session.id

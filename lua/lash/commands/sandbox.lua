@@ -40,6 +40,10 @@ usage: lash sandbox <subcommand> [options]
   cp SRC DST                          copy a file or a directory in or out: one
                                       side is ID:PATH, the other a host path
                                       (any size, streamed; progress on a tty)
+  port ID PORT [--host-port N] [--bind ADDR]
+                                      relay a host port (printed; any free one
+                                      unless --host-port) to PORT inside the
+                                      sandbox until interrupted (local)
   tags ID [--json]                    print the tags (k=v lines, sorted)
   attach ID --owner O [--holder H]    claim the sandbox (holder defaults to O)
   release ID --holder H               clear holder's claim
@@ -328,6 +332,11 @@ end
 
 function sub.cp(args, cli)
   return require("lash.cli.sandbox_cp").run(args, cli,
+    { parse = parse, with_common = with_common, open = open, usage = usage })
+end
+
+function sub.port(args, cli)
+  return require("lash.cli.sandbox_port").run(args, cli,
     { parse = parse, with_common = with_common, open = open, usage = usage })
 end
 

@@ -27,7 +27,7 @@ Client.__index = Client
 --   a 401 or 403 insufficient_scope runs its flow and sends the request
 --   again)
 function M.client(o)
-  return setmetatable({ url = o.url, headers = o.headers or {}, name = o.name or o.url, auth = o.auth,
+  return setmetatable({ url = o.url, headers = o.headers or {}, name = o.name or require("lash.url_redact").redact(o.url), auth = o.auth,
                         timeout = o.timeout, queue = rpc.queue(), closed = false, tasks = {} }, Client)
 end
 

@@ -93,6 +93,27 @@ function M.split_url(url)
            origin = scheme:lower() .. "://" .. auth:lower() }
 end
 
+local function loopback(host)
+  return host == "localhost" or host == "[::1]" or host:match("^127%.%d+%.%d+%.%d+$") ~= nil
+end
+
+--- Whether url may be opened in the user's browser or sent credentials:
+-- https, or http to this machine (127.0.0.0/8, ::1, localhost), with no
+-- user name or password and nothing but printable ASCII (an authorization
+-- server's metadata is the server's to write: a `file:` URL, a `javascript:`
+-- one or one carrying escape sequences is refused). Returns true, or false
+-- and why.
+function M.safe_url(url)
+  if type(url) ~= "string" then return false, "it is not a string" end
+  if url:find("[^\33-\126]") then return false, "it holds spaces, control characters or non-ASCII bytes" end
+  local u = M.split_url(url)
+  if not u then return false, "it is not an http(s) URL" end
+  if u.authority:find("@", 1, true) then return false, "it carries a user name or password" end
+  local host = u.authority:match("^(%[[^%]]*%])") or u.authority:match("^([^:]*)")
+  if u.scheme == "https" or loopback(host) then return true end
+  return false, "it is plain http to another machine (OAuth needs https; http only on loopback)"
+end
+
 --- The parameters of a `WWW-Authenticate: Bearer ...` challenge (lower-
 -- case names), or nil when there is no Bearer challenge.
 function M.parse_challenge(h)
@@ -158,10 +179,13 @@ end
 --   "client_credentials"), `authorize` (function(url, redirect_uri)
 --   returning the URL the browser was sent back to), `redirect_uri`,
 --   `redirect_port`, `token_file` (false: keep nothing on disk),
---   `token_endpoint_auth_method`, `interactive`, `open_browser`, `timeout`
+--   `token_endpoint_auth_method`, `interactive`, `open_browser`, `timeout`,
+--   `untrusted_spec` (true: the server was named by a spec loaded without
+--   --trust, which may use kept tokens but never start a login)
 function M.new(o)
   for k, v in pairs(o) do
-    if k ~= "url" and k ~= "name" then
+    -- untrusted_spec: lash's own mark (lash.spec), not an option to give
+    if k ~= "url" and k ~= "name" and k ~= "untrusted_spec" then
       local want = OPTIONS[k]
       if want == nil then
         local names = {}
@@ -239,6 +263,11 @@ end
 -- HTTP
 
 local function http(self, req)
+  local safe, why = M.safe_url(req.url)
+  if not safe then
+    fail(self, "refusing to send an OAuth request to " .. runtime.output.visible(tostring(req.url)) .. ": " .. why,
+      "unsafe_url")
+  end
   req.timeout = req.timeout or self.o.timeout or 30
   local ok, status, headers, body = pcall(runtime.http.request, req)
   if not ok then
@@ -554,6 +583,13 @@ function Auth:authorize_code(d, scope)
     fail(self, "its authorization server does not offer PKCE with S256 (code_challenge_methods_supported), "
       .. "which MCP requires; refusing to authorize", "no_pkce")
   end
+  if o.untrusted_spec then
+    -- the server picks the URL a browser would open (CVE-2025-6514's class)
+    fail(self, "it needs an OAuth login, and a spec loaded without --trust cannot start one (its server "
+      .. "chooses the page your browser would open): run `lash mcp login " .. self.url .. "` once yourself "
+      .. "(the spec then uses the kept tokens), give a token from the trusted side ($LASH_MCP_TOKEN), or "
+      .. "load the spec with --trust", "needs_login")
+  end
   local interactive = o.interactive
   if interactive == nil then interactive = o.authorize ~= nil or interactive_default() end
   if not interactive then
@@ -588,6 +624,12 @@ function Auth:authorize_code(d, scope)
   local state = b64url(L.secret.random(16))
   local q = { response_type = "code", client_id = client.id, redirect_uri = redirect_uri, code_challenge = challenge,
               code_challenge_method = "S256", state = state, scope = scope, resource = d.resource }
+  local safe, why = M.safe_url(md.authorization_endpoint)
+  if not safe then
+    fail(self, "its authorization server's authorization_endpoint ("
+      .. runtime.output.visible(tostring(md.authorization_endpoint)) .. ") is refused: " .. why
+      .. "; nothing was opened", "unsafe_url")
+  end
   local sep = md.authorization_endpoint:find("?", 1, true) and "&" or "?"
   local url = md.authorization_endpoint .. sep .. form(q, { "response_type", "client_id", "redirect_uri", "code_challenge",
                                                            "code_challenge_method", "state", "scope", "resource" })
@@ -599,8 +641,9 @@ function Auth:authorize_code(d, scope)
     end
     back = parse_query(r:match("%?(.*)$") or r)
   else
-    io.stderr:write("lash: MCP server '" .. self.name .. "' needs authorization. Open this URL in a browser:\n\n  "
-      .. url .. "\n\n(waiting for the redirect to " .. redirect_uri .. ")\n")
+    local shown = runtime.output.visible
+    io.stderr:write("lash: MCP server '" .. shown(self.name) .. "' needs authorization. Open this URL in a "
+      .. "browser:\n\n  " .. shown(url) .. "\n\n(waiting for the redirect to " .. shown(redirect_uri) .. ")\n")
     io.stderr:flush()
     -- $BROWSER (a command given the URL), else xdg-open on a desktop
     local browser = os.getenv("BROWSER")

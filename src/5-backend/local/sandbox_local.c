@@ -12,6 +12,7 @@
 */
 #include "sandbox.h"
 #include "sandbox_local_box.h"
+#include "sandbox_port.h"
 #include "sandbox_snapshot.h"
 #include "sandbox_seccomp.h"
 #include "jaild/sandbox_jaild.h"
@@ -981,6 +982,33 @@ static int local_cas_tags(lua_State *L) {
   return 2;
 }
 
+/* connect(cfg, id, port) -> fd: a socket to the port inside whichever of
+** the sandbox's running jails listens on it (prim/sandbox_port.c). */
+static int local_connect(lua_State *L) {
+  char root[LSB_PATH_MAX], msg[256];
+  const char *id;
+  lsb_box *box;
+  lua_Integer port;
+  int rc;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  id = local_check_id(L, 2);
+  port = luaL_checkinteger(L, 3);
+  local_state_root(L, 1, root, sizeof root);
+  box = local_push_box(L);
+  rc = lsb_box_open(root, id, 0, box);
+  if (rc == -ENOENT)
+    lash_sandbox_raise(L, LASH_SB_UNAVAILABLE, "gone", "sandbox '%s' is gone", id);
+  if (rc)
+    lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot open sandbox '%s': %s", id, strerror(-rc));
+  msg[0] = 0;
+  rc = lsb_port_connect(box->dirfd, (int)port, msg, sizeof msg);
+  if (rc < 0)
+    lash_sandbox_raise(L, LASH_SB_ERROR, rc == -ECONNREFUSED || rc == -ESRCH ? "refused" : "io",
+                       "%s", msg[0] ? msg : strerror(-rc));
+  lua_pushinteger(L, rc);
+  return 1;
+}
+
 static int local_poll(lua_State *L) {
   char root[LSB_PATH_MAX];
   const char *id;
@@ -1288,5 +1316,6 @@ const lash_sandbox_backend lash_sandbox_backend_local = {
   local_snapshot,
   local_spawn,
   local_persist,
+  local_connect,
 };
 

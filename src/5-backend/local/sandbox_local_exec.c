@@ -14,6 +14,7 @@
 #include "sandbox_super.h"
 #include "sandbox_seccomp.h"
 #include "output.h"
+#include "outq.h"
 #include "runtime.h"
 #include "proc.h"
 #include "json.h"
@@ -54,6 +55,7 @@ typedef struct exec_op {
   lash_timer deadline, drain;
   int out_fd, err_fd, in_fd;
   lash_ring out, err;
+  lash_outq *outq;          /* on_output (anchored in the opts table), or NULL */
   const char *in_data;      /* anchored: the opts table is on the stack */
   size_t in_len, in_off;
   pid_t pid;
@@ -174,6 +176,8 @@ static void exec_read(lash_loop *loop, lash_io *io, unsigned ev) {
   for (;;) {
     ssize_t n = read(*fd, buf, sizeof buf);
     if (n > 0) {
+      /* streamed first (on_output), then kept in the tail */
+      if (op->outq) lash_outq_push(op->outq, is_out ? 1 : 2, buf, (size_t)n);
       lash_ring_feed(r, buf, (size_t)n);   /* ENOMEM: drop this chunk */
       continue;
     }
@@ -542,6 +546,8 @@ int local_exec(lua_State *L) {
   }
   lua_setmetatable(L, -2);
   lash_wait_init(&op->w, exec_cancel);
+  if (lua_getfield(L, 4, "on_output") != LUA_TNIL) op->outq = lash_outq_test(L, -1);
+  lua_pop(L, 1);
   if (lua_getfield(L, 4, "stdin") == LUA_TSTRING)
     op->in_data = lua_tolstring(L, -1, &op->in_len);
   lua_pop(L, 1);

@@ -15,6 +15,7 @@
 ** after the failure.
 */
 #include "sandbox_modal_int.h"
+#include "outq.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -558,6 +559,8 @@ static int exec_run(lua_State *L, mop *op) {
   size_t inlen = 0;
   if (lua_getfield(L, 4, "stdin") == LUA_TSTRING) in = lua_tolstring(L, -1, &inlen);
   lua_pop(L, 1);   /* the string stays alive in opts */
+  if (lua_getfield(L, 4, "on_output") != LUA_TNIL) op->outq = lash_outq_test(L, -1);
+  lua_pop(L, 1);   /* the queue stays alive in opts */
   op->count = (int)timeout;
   op->step = E_CHECK;
   return msb_exec_begin(L, op, argv, argc, env, nenv, cwd, in, inlen, (size_t)maxout,
@@ -1212,6 +1215,7 @@ const lash_sandbox_backend lash_sandbox_backend_modal = {
   s_read_tags, s_write_tags, s_poll, s_destroy,
   NULL, s_list, s_gc, s_probe, s_snapshot,
   NULL,  /* spawn: no streaming exec on Modal yet (sandbox.c says so) */
-  NULL   /* persist: Modal keeps its sandboxes' records itself */
+  NULL,  /* persist: Modal keeps its sandboxes' records itself */
+  NULL   /* connect: Modal publishes ports as tunnels made at create; not asked for yet */
 };
 

@@ -11,6 +11,7 @@
 ** file slots run go through it too.
 */
 #include "sandbox_modal_int.h"
+#include "outq.h"
 #include "json.h"
 
 #include <ctype.h>
@@ -492,6 +493,10 @@ static int stream_msg(void *ud, const uint8_t *m, size_t n) {
     if (wt != 2 || pb_varint_get(&p, end, &len) < 0 || len > (uint64_t)(end - p))
       return s->malformed = 1;
     if ((tag >> 3) == 1) {
+      /* a command's output streams as it comes (on_output); a file
+      ** tool's is the backend's own */
+      if (s->op->outq && !s->op->x.fs)
+        lash_outq_push(s->op->outq, s->fd ? 2 : 1, (const char *)p, (size_t)len);
       if (lash_ring_feed(&s->ring, p, (size_t)len) < 0) return s->malformed = 1;
       s->offset += len;
       s->retries = 0;

@@ -79,6 +79,7 @@ typedef struct mexec {
 
 struct mop {
   lash_wait w;                 /* first: the cancel callback casts back */
+  struct lash_outq *outq;      /* an exec's on_output (anchored in its opts), or NULL */
   modal_client *cl;
   modal_sbx *sbx;
   int step, after_prep;
