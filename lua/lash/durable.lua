@@ -270,11 +270,66 @@ local function live_run(store, id)
   end
 end
 
+-- The snapshots (with their backends) of the workspaces rows that `where`
+-- selects (an SQL condition on workspaces, with its values).
+local function snapshots_where(store, where, ...)
+  return store:query("SELECT DISTINCT snapshot, backend FROM workspaces WHERE " .. where, ...)
+end
+
+--- Drop each of the snapshots (`{snapshot =, backend =}` rows) that no
+-- session records any more: a rewind or removal made them unreachable, and
+-- a fork may still share one. A backend that cannot drop snapshots (modal:
+-- its images are the platform's) keeps them silently; another failure is
+-- a warning, never an error (the session's records are already right).
+-- @treturn int how many were dropped
+-- @treturn[opt] string the first failure
+function M.drop_unreferenced(store, snaps)
+  local dropped, failure, done = 0, nil, {}
+  for _, r in ipairs(snaps) do
+    if not done[r.snapshot] then
+      done[r.snapshot] = true
+      if not store:query("SELECT 1 AS x FROM workspaces WHERE snapshot = ? LIMIT 1", r.snapshot)[1] then
+        local ok, err = pcall(runtime.sandbox.drop_snapshot, r.snapshot, { backend = r.backend })
+        if ok then dropped = dropped + 1
+        elseif not (runtime.is_error(err) and err.code == "unsupported") then
+          failure = failure or string.format("could not remove snapshot %s: %s", r.snapshot,
+            runtime.is_error(err) and err.message or tostring(err))
+        end
+      end
+    end
+  end
+  return dropped, failure
+end
+
+--- Remove a session (lash.sessions store:remove) and drop the workspace
+-- snapshots only it recorded.
+-- @return true, id, dropped, failure; or nil, message
+function M.remove(store, ref)
+  local id = store:find(ref)
+  local snaps = id and snapshots_where(store, "session_id = ?", id) or {}
+  local ok, rid = store:remove(ref)
+  if not ok then return nil, rid end
+  return true, rid, M.drop_unreferenced(store, snaps)
+end
+
+--- Remove the sessions not updated since before_ms (store:prune) and drop
+-- the snapshots only they recorded.
+-- @return the removed ids, dropped, failure
+function M.prune(store, before_ms)
+  local snaps = store:query("SELECT DISTINCT w.snapshot, w.backend FROM workspaces w JOIN sessions s "
+    .. "ON s.id = w.session_id WHERE s.updated_at < ?", before_ms)
+  local removed = store:prune(before_ms)
+  return removed, M.drop_unreferenced(store, snaps)
+end
+
 --- Rewind a session to message n: the messages after it go, with the
 -- ledger rows and workspace snapshots of calls made after it; the next
 -- run that continues the session starts from message n's workspace.
 -- Refused while a live process is running the session.
--- @return `{removed = messages removed, snapshot = the workspace now current or nil}`, or nil, message
+-- The snapshots of the workspaces dropped (no other session, e.g. a
+-- fork, recording them) are removed from the backend.
+-- @return `{removed = messages removed, snapshot = the workspace now current or nil, dropped = snapshots
+--   removed, warning = a failure to remove one or nil}`, or nil, message
 function M.rewind(store, ref, n)
   local id, ferr = store:find(ref)
   if not id then return nil, ferr end
@@ -285,6 +340,7 @@ function M.rewind(store, ref, n)
     return nil, string.format("session %s is being run by process %d; stop it first", id, pid)
   end
   local removed
+  local gone = snapshots_where(store, "session_id = ? AND seq >= ?", id, n)
   store:transaction(function()
     removed = store:query("SELECT COUNT(*) AS c FROM messages WHERE session_id = ? AND seq > ?", id, n)[1].c
     local last_run = store:query("SELECT COALESCE(MAX(run), 0) AS r FROM messages WHERE session_id = ? AND seq <= ?",
@@ -297,7 +353,11 @@ function M.rewind(store, ref, n)
     store:query("UPDATE runs SET partial = NULL WHERE session_id = ?", id)
     store:query("UPDATE sessions SET updated_at = ?, status = 'rewound' WHERE id = ?", sessions.now_ms(), id)
   end)
-  return { id = id, removed = removed, snapshot = (M.workspace_of(store, id)) }
+  -- after the commit: a kill in between leaves an unreachable snapshot, never a
+  -- recorded workspace without its files
+  local dropped, failure = M.drop_unreferenced(store, gone)
+  return { id = id, removed = removed, snapshot = (M.workspace_of(store, id)), dropped = dropped,
+           warning = failure }
 end
 
 --- A new session holding messages 1..n of session ref (and the ledger and

@@ -169,6 +169,11 @@ state_of() {
    done)
 }
 last_snap() { sql "select snapshot from workspaces where session_id = '$1' order by rowid desc limit 1"; }
+# snapshots on disk that no session records (leaked), and recorded ones missing
+on_disk() { ls -A "$T/sbx/snapshots" 2>/dev/null | sort; }
+recorded() { sql "select distinct snapshot from workspaces" | sed '/^$/d' | sort; }
+leaked() { comm -23 <(on_disk) <(recorded) | tr '\n' ' '; }
+missing() { comm -13 <(on_disk) <(recorded) | tr '\n' ' '; }
 
 out=$("$LASH" run "$T/jail.lua" --trust --durable go --json </dev/null 2>&1); rc=$?
 same "an uninterrupted durable run succeeds" "$rc" "0"
@@ -198,6 +203,8 @@ if ls "$T"/sbx/lb-*/workspace/hung >/dev/null 2>&1; then
   same "the conversation ends at message 5" "$("$LASH" sessions show "$sid" --json | py 'len(v["messages"])')" "5"
   snap=$(last_snap "$sid")
   contains "and the session's workspace is turn 2's" "$(state_of "$snap")" "./f 600 1,2,"
+  same "the snapshots of the turns rewound past are removed from disk" "$(leaked)" ""
+  same "  and every snapshot still recorded is there" "$(missing)" ""
   lacks "without turn 3's directory" "$(state_of "$snap")" "d3"
   out=$("$LASH" run "$T/jail.lua" --trust --resume "$sid" "again" --json </dev/null 2>&1); rc=$?
   same "the rewound session continues" "$rc" "0"
@@ -215,8 +222,32 @@ if ls "$T"/sbx/lb-*/workspace/hung >/dev/null 2>&1; then
   out=$("$LASH" sessions rewind "$sid" --to 99 --json 2>&1); rc=$?
   same "rewinding past the end is a usage error" "$rc" "2"
   contains "naming the range" "$out" "from 0 to $before"
+
+  # -- removing sessions removes the snapshots only they record; a fork keeps shared ones
+  fsnap=$(last_snap "$fid")
+  "$LASH" sessions rm "$sid" >/dev/null 2>&1
+  same "sessions rm: the removed session's snapshots are gone" "$(leaked)" ""
+  [ -d "$T/sbx/snapshots/$fsnap" ] && ok "  the fork's workspace, taken by the removed session, is kept" \
+    || not_ok "  the fork's workspace, taken by the removed session, is kept" "$fsnap is gone"
+  "$LASH" sessions rm "$fid" "$ref" >/dev/null 2>&1
+  same "  with every durable session removed, no snapshot is left" "$(on_disk | tr '\n' ' ')" ""
 else
   not_ok "the sandbox command never hung" "$(cat "$T/jail.out")"
 fi
+
+# -- lash sandbox snapshot rm
+sb=$("$LASH" sandbox create 2>/dev/null | tail -1)
+s1=$("$LASH" sandbox snapshot "$sb" 2>/dev/null)
+"$LASH" sandbox destroy "$sb" >/dev/null 2>&1
+[ -d "$T/sbx/snapshots/$s1" ] && ok "sandbox snapshot: a snapshot outlives its sandbox" \
+  || not_ok "sandbox snapshot: a snapshot outlives its sandbox" "no $s1"
+out=$("$LASH" sandbox snapshot rm "$s1" 2>&1); rc=$?
+same "sandbox snapshot rm removes it" "$rc:$(ls -A "$T/sbx/snapshots" | tr '\n' ' ')" "0:"
+contains "  saying so" "$out" "removed $s1"
+"$LASH" sandbox snapshot rm "$s1" >/dev/null 2>&1; rc=$?
+same "  one already gone is fine (exit 0)" "$rc" "0"
+out=$("$LASH" sandbox snapshot rm ../../etc 2>&1); rc=$?
+same "  a malformed id is refused" "$rc" "1"
+contains "  naming what an id is" "$out" "is not a local snapshot id"
 
 done_testing

@@ -25,12 +25,14 @@ more) of a session's id.
          messages, tokens in/out, model, first prompt
   show   one session: its runs and its messages (--json: all of it, the
          messages exactly as stored)
-  rm     delete sessions with their runs and messages; --older-than AGE
-         deletes every session not updated for AGE (not one still running)
+  rm     delete sessions with their runs and messages (and the workspace
+         snapshots of a --durable session that no fork shares); --older-than
+         AGE deletes every session not updated for AGE (not one still running)
   rewind keep messages 1..N (as show numbers them) and drop the rest, with
          the tool calls the ledger recorded after them; a session run
          --durable also goes back to message N's workspace: the next run
-         continuing it starts its sandbox from those files
+         continuing it starts its sandbox from those files; the snapshots
+         of the later turns are removed (unless a fork shares them)
   fork   a new session holding messages 1..N of ID (and, if durable, that
          workspace); ID is untouched
   path   print where the database is
@@ -158,7 +160,8 @@ local function rm(store, o, cli)
   local json = require "lash.json"
   if o.older_ms then
     if #o.words > 1 then cli.usage_error("rm takes session ids or --older-than, not both") end
-    local removed = store:prune(require("lash.sessions").now_ms() - o.older_ms)
+    local removed, _, warning = require("lash.durable").prune(store, require("lash.sessions").now_ms() - o.older_ms)
+    if warning then cli.err("lash sessions rm: warning: ", warning, "\n") end
     if o.json then cli.out(json.encode_canonical { removed = json.array(removed) }, "\n")
     else cli.out("removed ", #removed, " session(s)\n") end
     return 0
@@ -166,7 +169,8 @@ local function rm(store, o, cli)
   if #o.words < 2 then cli.usage_error("rm takes one or more session ids (or --older-than AGE)") end
   local removed, failed = {}, nil
   for i = 2, #o.words do
-    local ok, id = store:remove(o.words[i])
+    local ok, id, _, warning = require("lash.durable").remove(store, o.words[i])
+    if warning then cli.err("lash sessions rm: warning: ", warning, "\n") end
     if ok then removed[#removed + 1] = id
     else failed = failed or id end
   end
@@ -187,6 +191,7 @@ local function moved(what, flag)
     local durable = require "lash.durable"
     local res, err = durable[what](store, o.words[2], o.n)
     if not res then return { kind = "usage", message = err } end
+    if res.warning then cli.err("lash sessions ", what, ": warning: ", res.warning, "\n") end
     if o.json then
       cli.out(json.encode_canonical(res), "\n")
     elseif what == "rewind" then

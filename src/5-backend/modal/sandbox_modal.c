@@ -1216,6 +1216,7 @@ const lash_sandbox_backend lash_sandbox_backend_modal = {
   NULL, s_list, s_gc, s_probe, s_snapshot,
   NULL,  /* spawn: no streaming exec on Modal yet (sandbox.c says so) */
   NULL,  /* persist: Modal keeps its sandboxes' records itself */
-  NULL   /* connect: Modal publishes ports as tunnels made at create; not asked for yet */
+  NULL,  /* connect: Modal publishes ports as tunnels made at create; not asked for yet */
+  NULL   /* drop_snapshot: a snapshot is an image, which Modal's API has no call to delete */
 };
 
