@@ -8,6 +8,7 @@
 */
 #include "loop.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -578,6 +579,46 @@ lash_loop *lash_loop_new(void) {
   return loop;
 }
 
+/* The open descriptors of this process (NULL when /proc is not there);
+** *n their count. */
+static int *open_fds(size_t *n) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  int *v = NULL, *nv;
+  size_t cap = 0;
+  *n = 0;
+  if (!d) return NULL;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    if (atoi(e->d_name) == dirfd(d)) continue;  /* the listing's own */
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 64;
+      nv = realloc(v, cap * sizeof *v);
+      if (!nv) break;
+      v = nv;
+    }
+    v[(*n)++] = atoi(e->d_name);
+  }
+  closedir(d);
+  return v;
+}
+
+/* libcurl before 8.8 makes its multi handle's wakeup pair without
+** close-on-exec (curl issue 13618): every process started afterwards would
+** inherit two sockets. Mark what curl_multi_init opened. */
+static void cloexec_since(const int *before, size_t nbefore) {
+  size_t nafter, i, j;
+  int *after = open_fds(&nafter);
+  for (i = 0; i < nafter; i++) {
+    int fl, seen = 0;
+    for (j = 0; j < nbefore && !seen; j++) seen = before[j] == after[i];
+    if (seen) continue;
+    fl = fcntl(after[i], F_GETFD);
+    if (fl >= 0 && !(fl & FD_CLOEXEC)) fcntl(after[i], F_SETFD, fl | FD_CLOEXEC);
+  }
+  free(after);
+}
+
 /* libcurl's global state and the multi handle are made at the loop's
 ** first transfer (or HTTP context), not with the loop: a process that
 ** never speaks HTTP (`lash sandbox exec`, a host stepping only local
@@ -592,7 +633,13 @@ int lash_curl_ready(lash_loop *loop, char *err, size_t errsz) {
     if (err && errsz) snprintf(err, errsz, "libcurl's global initialisation failed");
     return -1;
   }
-  loop->multi = curl_multi_init();
+  {
+    size_t nbefore;
+    int *before = open_fds(&nbefore);
+    loop->multi = curl_multi_init();
+    if (loop->multi && before) cloexec_since(before, nbefore);
+    free(before);
+  }
   if (!loop->multi) {
     curl_global_cleanup();
     if (err && errsz) snprintf(err, errsz, "cannot create a libcurl multi handle");
