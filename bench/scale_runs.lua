@@ -11,12 +11,7 @@ local lash = require "lash"
 
 local n, k = tonumber(arg[1]) or 10000, tonumber(arg[2]) or 10
 
-local function status_kib(field)
-  local f = assert(io.open("/proc/self/status"))
-  local s = f:read("a")
-  f:close()
-  return tonumber(s:match(field .. ":%s*(%d+)"))
-end
+local status_kib = dofile("bench/proc_status.lua")
 
 local gate, arrived, heap_idle, rss_idle, t_release
 local work = lash.tool { name = "work", description = "Do a step.",

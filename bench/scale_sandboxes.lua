@@ -13,12 +13,7 @@ local lash = require "lash"
 
 local n, secs, root = tonumber(arg[1]) or 100, tonumber(arg[2]) or 5, arg[3]
 
-local function status_kib(field)
-  local f = assert(io.open("/proc/self/status"))
-  local s = f:read("a")
-  f:close()
-  return tonumber(s:match(field .. ":%s*(%d+)"))
-end
+local status_kib = dofile("bench/proc_status.lua")
 
 -- resident KiB of every process descended from this one, and their count
 local function descendants_kib()
