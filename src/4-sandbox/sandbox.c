@@ -58,6 +58,7 @@ void lash_sandbox_register_c(lua_State *L, const lash_sandbox_backend *b) {
     {"destroy", b->destroy}, {"cas_tags", b->cas_tags}, {"list", b->list},
     {"gc", b->gc}, {"probe", b->probe}, {"snapshot", b->snapshot},
     {"spawn", b->spawn}, {"persist", b->persist}, {"connect", b->connect},
+    {"tunnels", b->tunnels},
   };
   size_t i;
   push_backends(L);

@@ -164,6 +164,12 @@ typedef struct lash_sandbox_backend {
   ** sandbox (what sandbox:publish relays to); the caller owns the fd.
   ** Optional (NULL); C backends only. */
   lua_CFunction connect;
+  /* tunnels(cfg, id, timeout) -> {{port =, url =, host =, tls_port =,
+  ** tcp_host =, tcp_port =}, ...}: where the ports the sandbox was created
+  ** with (spec.publish) are reachable from the internet, for backends that
+  ** tunnel them (Modal), waiting at most timeout seconds for the sandbox
+  ** to run. Optional (NULL). */
+  lua_CFunction tunnels;
 } lash_sandbox_backend;
 
 /* Push a sandbox error object: kind (LASH_SB_*), code (may be NULL),

@@ -1317,5 +1317,6 @@ const lash_sandbox_backend lash_sandbox_backend_local = {
   local_spawn,
   local_persist,
   local_connect,
+  NULL   /* tunnels: a local port is published on this host (sandbox:publish) */
 };
 
