@@ -443,7 +443,11 @@ class Tunnel:
                     if not d:
                         break
                     b.sendall(d)
-                if isinstance(b, ssl.SSLSocket):
+                if isinstance(b, ssl.SSLSocket):   # TLS has no half close
+                    try:
+                        b = b.unwrap()   # close_notify, so the peer sees a clean end
+                    except (OSError, ValueError):
+                        pass
                     b.close()
                 else:
                     b.shutdown(socket.SHUT_WR)
