@@ -153,13 +153,24 @@ $(CLI_OBJ) $(BUILD)/obj/8-cli/main.o: src/8-cli/term.h src/8-cli/pool.h
 LUA_CLI_OBJ := $(LUA_VSRC:vendor/lua/%.c=$(BUILD)/obj/lua-cli/%.o)
 LUA_CLI_A := $(BUILD)/obj/lua-cli/liblua.a
 # and it loads libsqlite3 when a run first saves or reads a session
-# (src/6-lua/lsqlite_dl.h): its own lsqlite.o, no -lsqlite3.
-CLI_LIBS   = $(filter-out -llua5.4 -lyaml -lsqlite3,$(LDLIBS))
-CLI_LIBOBJ = $(filter-out $(BUILD)/obj/6-lua/lsqlite.o,$(LIB_OBJ)) $(MOD_OBJ) $(BUILD)/obj/cli/lsqlite.o
+# (src/6-lua/lsqlite_dl.h): its own lsqlite.o, no -lsqlite3; and libcurl
+# (with its TLS, HTTP/2 and Kerberos libraries) at the first request
+# (src/1-base/curl_dl.h): its own objects of the files that call libcurl,
+# no -lcurl, so a start that makes no request maps none of them.
+CLI_CURL_SRC := src/1-base/curl_dl.c src/1-base/loop.c src/3-transport/http.c \
+                src/3-transport/grpc.c src/6-lua/lhttp.c
+CLI_CURL_OBJ := $(patsubst src/%.c,$(BUILD)/obj/cli/%.o,$(CLI_CURL_SRC))
+CLI_LIBS   = $(filter-out -llua5.4 -lyaml -lsqlite3 -lcurl,$(LDLIBS))
+CLI_LIBOBJ = $(filter-out $(BUILD)/obj/6-lua/lsqlite.o $(CLI_CURL_SRC:src/%.c=$(BUILD)/obj/%.o),$(LIB_OBJ)) \
+             $(MOD_OBJ) $(BUILD)/obj/cli/lsqlite.o $(CLI_CURL_OBJ)
 
 $(BUILD)/obj/cli/lsqlite.o: src/6-lua/lsqlite.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) $(CFLAGS) -DLASH_SQLITE_DLOPEN -c -o $@ $<
+
+$(CLI_CURL_OBJ): $(BUILD)/obj/cli/%.o: src/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) $(CFLAGS) -DLASH_CURL_DLOPEN -c -o $@ $<
 
 $(BUILD)/obj/lua-cli/%.o: vendor/lua/%.c $(wildcard vendor/lua/*.h)
 	@mkdir -p $(dir $@)

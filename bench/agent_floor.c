@@ -2,8 +2,12 @@
 ** agent_floor.c: the floor of bench_steps.sh, one agent run with nothing
 ** but the work: POST a growing Chat Completions body to the bench server
 ** (bench/agent_server.c with TOOL run_command) with libcurl, and for every
-** run_command call fork/exec `sh -c COMMAND` (after PREFIX..., e.g. a bare
-** bwrap command line), read its output from a pipe, reap it, append the
+** run_command call spawn `sh -c COMMAND` (after PREFIX..., e.g. a bare
+** bwrap command line) with posix_spawn, as lash starts its commands
+** (glibc's posix_spawn is a vfork-style clone: the child borrows the
+** parent's memory instead of copying its page tables; with
+** AGENT_FLOOR_FORK=1 in the environment, plain fork/exec instead, the old
+** floor), read its output from a pipe, reap it, append the
 ** call and its result to the history, and repeat until the server answers
 ** without a tool call. The whole process is what is timed (by the caller).
 **
@@ -12,6 +16,7 @@
 #define _GNU_SOURCE
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +88,9 @@ static const char tools_json[] =
   "\"parameters\":{\"properties\":{\"command\":{\"type\":\"string\"}},\"required\":[\"command\"],"
   "\"type\":\"object\"}},\"type\":\"function\"}]";
 
+extern char **environ;
+static int use_fork;
+
 /* Run PREFIX... sh -c cmd; its stdout and stderr into out. */
 static int run(char **prefix, int nprefix, const char *cmd, buf *out) {
   int fds[2], st, i;
@@ -96,13 +104,22 @@ static int run(char **prefix, int nprefix, const char *cmd, buf *out) {
   argv[i++] = (char *)cmd;
   argv[i] = NULL;
   if (pipe2(fds, O_CLOEXEC)) return -1;
-  pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    execvp(argv[0], argv);
-    _exit(127);
+  if (use_fork) {
+    pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+      dup2(fds[1], 1);
+      dup2(fds[1], 2);
+      execvp(argv[0], argv);
+      _exit(127);
+    }
+  } else {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ)) return -1;
+    posix_spawn_file_actions_destroy(&fa);
   }
   close(fds[1]);
   out->n = 0;
@@ -123,6 +140,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   snprintf(url, sizeof url, "http://127.0.0.1:%s/v1/chat/completions", argv[1]);
+  use_fork = getenv("AGENT_FLOOR_FORK") && strcmp(getenv("AGENT_FLOOR_FORK"), "1") == 0;
   curl_global_init(CURL_GLOBAL_DEFAULT);
   easy = curl_easy_init();
   headers = curl_slist_append(headers, "content-type: application/json");

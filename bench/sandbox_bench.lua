@@ -5,12 +5,7 @@
 local lash = require "lash"
 local mode, root = arg[1], arg[2]
 
-local function status_kib(field)
-  local f = io.open("/proc/self/status")
-  local s = f:read("a")
-  f:close()
-  return tonumber(s:match(field .. ":%s*(%d+)"))
-end
+local status_kib = dofile("bench/proc_status.lua")
 
 if mode == "exec" then
   local n = tonumber(arg[3])

@@ -635,9 +635,9 @@ describe("lash.http.request", function()
 
     it("keeps its connections out of the processes the host starts", function()
       -- sockets a process started by the host inherits, before and after a
-      -- request leaves a keep-alive connection in the pool (libcurl < 8.8
-      -- leaks its multi handle's wakeup pair, curl issue 13618: counted in
-      -- both, as the loop exists before the first count)
+      -- request leaves a keep-alive connection in the pool and made the
+      -- loop's multi handle (whose wakeup pair libcurl < 8.8 opens without
+      -- close-on-exec, curl issue 13618: the loop marks it)
       local out, ok = lua_child("",
         "local function n() local p = io.popen('ls -l /proc/self/fd') local c = 0 " ..
         "for l in p:lines() do if l:find('socket:', 1, true) then c = c + 1 end end p:close() return c end " ..

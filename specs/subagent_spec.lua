@@ -322,6 +322,10 @@ describe("sub-agents and the sandbox", function()
     assert.matches("original.*changed", child_results.forker)
     assert.matches("missing", child_results.loner)
     assert.same({}, lash.sandbox.list { state_root = root })
+    -- the snapshot that carried the files to the fork is not left behind
+    local left = {}
+    for name in io.popen("ls -A " .. root .. "/snapshots 2>/dev/null"):lines() do left[#left + 1] = name end
+    assert.same({}, left)
   end)
 
   it_local("cancelling the parent ends the children's commands", function()

@@ -23,8 +23,8 @@ describe("lash.tool definitions", function()
 
   it("refuses unknown fields, naming them and the known ones", function()
     local err = def_error { name = "x", handler = noop, desc = "typo" }
-    assert.matches("lash.tool 'x': unknown field 'desc' (known fields: description, handler, metadata, name, "
-      .. "parameters, requires_approval, retries, timeout)", err, 1, true)
+    assert.matches("lash.tool 'x': unknown field 'desc' (known fields: description, handler, idempotent, metadata, "
+      .. "name, parameters, requires_approval, retries, timeout)", err, 1, true)
   end)
 
   it("blames the caller's line, not lash's", function()

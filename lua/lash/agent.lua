@@ -138,6 +138,7 @@ local RUN_OPTS = {
   -- which calls need approval in this run: fn(ctx, call, tool_says) -> boolean, where tool_says is
   -- the tool's own requires_approval (lash acp's modes: ask before changes, or run freely)
   needs_approval = "function",
+  ledger = "table",   -- the ledger of tool side effects (lash.durable): started/finished calls, replayed results
 }
 
 -- A value as a message shows it: strings quoted (so "5" is not read as 5).
@@ -403,6 +404,7 @@ local function new_run(agent, prompt, opts)
     approvals = opts.approvals or {}, stream = stream, retries = {}, opened = {},
     settings = merged(agent.model_settings, opts.model_settings),
     prompt_parts = prompt_parts, output_schema = opts.output or agent.output, output_retries = 0,
+    ledger = opts.ledger,
   }
   -- for toolsets that report progress or ask the user (MCP servers)
   ctx.emit = function(ev) emit(run, ev) end
@@ -645,7 +647,7 @@ local function exec_item(run, item)
   if item.needs_approval then
     local decision = run.approvals[part.id]
     if decision == nil then
-      decision = run.approve(run.ctx, { id = part.id, name = part.name, args = args })
+      decision = run.approve(run.ctx, { id = part.id, name = part.name, args = args, interrupted = item.interrupted })
     end
     local allow, new_args, message = decide(decision, part)
     if not allow then
@@ -667,6 +669,7 @@ local function exec_item(run, item)
     up = up.parent
   end
   local cctx = call_ctx(run, item)
+  if run.ledger then run.ledger:start(part, args, cctx) end
   local status, content = tool.call(t, cctx, args, run.agent.tool_timeout)
   local res
   if status == "retry" then
@@ -677,6 +680,7 @@ local function exec_item(run, item)
   if run.hooks then
     res = hooks.after_tool_call(run.hooks, cctx, { id = part.id, name = part.name, args = args }, res)
   end
+  if run.ledger then run.ledger:finish(part, res, cctx) end
   return res
 end
 
@@ -736,6 +740,14 @@ local function prepare_one(run, p)
   emit(run, { type = "tool_call", step = run.info.step, id = p.id, name = p.name, args = p.args_json or p.args })
   local item, asks = { part = p }, false
   local t = run.by_name[p.name]
+  -- a call the ledger saw finish (before a crash) is answered with its
+  -- recorded result, never run again; one it saw start is marked
+  local rec = run.ledger and run.ledger:recorded(p)
+  if rec and rec.state == "finished" then
+    item.status, item.content, item.replayed = rec.status, rec.content, true
+    return item, false
+  end
+  item.interrupted = rec ~= nil or nil
   if not t then
     item.status, item.message = "retry", unknown_tool_message(run, p.name)
   else
@@ -759,6 +771,8 @@ local function prepare_one(run, p)
           item.needs_approval = policy(call_ctx(run, item), { id = p.id, name = p.name, args = args },
                                        item.needs_approval) and true or false
         end
+        -- it may have had its effects already: not run again unasked
+        if item.interrupted and t.idempotent == false then item.needs_approval = true end
         asks = item.needs_approval and run.approvals[p.id] == nil
       end
     end
@@ -772,11 +786,12 @@ local function prepare_calls(run, calls)
   local step = run.info.step
   for i, p in ipairs(calls) do
     local item, ask = prepare_one(run, p)
-    if ask then asks[#asks + 1] = { id = p.id, name = p.name, args = item.args } end
+    if ask then asks[#asks + 1] = { id = p.id, name = p.name, args = item.args, interrupted = item.interrupted } end
     items[i] = item
   end
   for _, a in ipairs(asks) do
-    emit(run, { type = "approval_request", step = step, id = a.id, name = a.name, args = a.args })
+    emit(run, { type = "approval_request", step = step, id = a.id, name = a.name, args = a.args,
+                interrupted = a.interrupted })
     if not run.approve then pending[#pending + 1] = a end
   end
   return items, pending
@@ -840,7 +855,9 @@ local function run_calls(run, calls)
   local results
   local torun = 0
   for _, it in ipairs(items) do if not it.status then torun = torun + 1 end end
-  if torun <= 1 then
+  -- a durable run snapshots after each call: one at a time, so each
+  -- snapshot holds exactly the calls finished before it
+  if torun <= 1 or (run.ledger and run.ledger.sequential) then
     results = {}
     for i, it in ipairs(items) do results[i] = exec_and_report(run, it) end
   else

@@ -36,7 +36,7 @@ local json = require "lash.json"
 local M = {}
 
 --- The schema version this lash writes.
-M.SCHEMA_VERSION = 2
+M.SCHEMA_VERSION = 3
 
 -- Migrations: MIGRATIONS[v] takes a database at version v - 1 to v.
 local MIGRATIONS = {
@@ -83,6 +83,33 @@ local MIGRATIONS = {
   -- history (a run killed mid-stream keeps what it showed)
   [2] = [[
     ALTER TABLE runs ADD COLUMN partial TEXT;
+  ]],
+  -- durable turns (lash.durable): the ledger of tool side effects, and the
+  -- workspace recorded with the conversation
+  [3] = [[
+    CREATE TABLE tool_calls (
+      session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+      msg_seq    INTEGER NOT NULL,        -- the assistant message holding the call
+      call_id    TEXT NOT NULL,
+      run        INTEGER,
+      name       TEXT NOT NULL,
+      args       TEXT,                    -- JSON
+      state      TEXT NOT NULL,           -- started | finished
+      result     TEXT,                    -- JSON {status, content} once finished
+      snapshot   TEXT,                    -- the workspace right after it finished (durable)
+      started_at INTEGER NOT NULL,
+      ended_at   INTEGER,
+      PRIMARY KEY (session_id, msg_seq, call_id)
+    );
+    CREATE TABLE workspaces (
+      session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+      seq        INTEGER NOT NULL,        -- the workspace as it was after message seq
+      snapshot   TEXT NOT NULL,
+      backend    TEXT,
+      sandbox    TEXT,                    -- the sandbox it was taken of
+      created_at INTEGER NOT NULL
+    );
+    CREATE INDEX workspaces_by_session ON workspaces (session_id, seq);
   ]],
 }
 
@@ -370,6 +397,8 @@ function Store:remove(ref)
   if not id then return nil, ferr end
   self:transaction(function()
     self:query("DELETE FROM messages WHERE session_id = ?", id)
+    self:query("DELETE FROM tool_calls WHERE session_id = ?", id)
+    self:query("DELETE FROM workspaces WHERE session_id = ?", id)
     self:query("DELETE FROM runs WHERE session_id = ?", id)
     self:query("DELETE FROM sessions WHERE id = ?", id)
   end)

@@ -198,7 +198,17 @@ local function child_sandbox(parent, mode, child)
     local o = pcap and pcap:creation_options() or { backend = sb.backend }
     o.image = nil
     o.from_snapshot = snap
-    use = runtime.sandbox.session(o)
+    local ok, made = pcall(runtime.sandbox.session, o)
+    -- the snapshot only carried the files over: the new sandbox holds its own
+    -- copy (local), so it is dropped now, whether or not the sandbox was made
+    -- (a backend that cannot drop one, modal, keeps it)
+    local dropped, derr = pcall(runtime.sandbox.drop_snapshot, snap,
+      { backend = o.backend or sb.backend, state_root = o.state_root })
+    if not dropped and not (runtime.is_error(derr) and derr.code == "unsupported") then
+      runtime.log("warning", "could not remove a sub-agent's fork snapshot " .. snap .. ": " .. tostring(derr))
+    end
+    if not ok then error(made, 0) end
+    use = made
     close_after = use
   end
   local has_own = false

@@ -31,6 +31,7 @@ local FIELDS = {
   name = "string", description = "string", parameters = "table",
   handler = "function", retries = "number", requires_approval = true,
   timeout = "number", metadata = "table",
+  idempotent = "boolean",  -- false: a call cut short by a crash is asked about before it runs again (lash.durable)
 }
 
 local EMPTY_PARAMS = { type = "object", properties = {} }
@@ -92,7 +93,9 @@ end
 --   `parameters` (a JSON Schema table with `type = "object"`; default: no
 --   arguments), `handler` (`function(ctx, args)`), `retries` (default: the
 --   agent's), `requires_approval` (boolean or `function(ctx, args)`),
---   `timeout` (seconds), `metadata` (free-form, not sent to the model).
+--   `timeout` (seconds), `metadata` (free-form, not sent to the model),
+--   `idempotent` (default true; false: after a crash, a call that started
+--   and never finished is put to the user before it runs again).
 -- @treturn Tool
 -- @raise when a field is unknown or wrong, naming it
 function M.new(def)

@@ -8,9 +8,11 @@
 */
 #include "loop.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -467,8 +469,10 @@ static int curl_sockopt_cb(void *clientp, curl_socket_t fd,
 
 int lash_curl_add(lash_loop *loop, CURL *easy, lash_curl_done done,
                   void *data) {
-  curl_xfer *x = malloc(sizeof *x);
+  curl_xfer *x;
   CURLMcode mc;
+  if (lash_curl_ready(loop, NULL, 0) != 0) return -EINVAL;
+  x = malloc(sizeof *x);
   if (!x) return -ENOMEM;
   x->done = done;
   x->data = data;
@@ -563,20 +567,83 @@ void lash_loop_wake(lash_loop *loop) {
 /* ---- the loop ---------------------------------------------------- */
 
 lash_loop *lash_loop_new(void) {
-  lash_loop *loop;
-  /* Reference-counted by libcurl (and thread-safe since 7.84); paired with
-  ** the cleanup in lash_loop_free, so each loop holds one reference. */
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return NULL;
-  loop = calloc(1, sizeof *loop);
-  if (!loop) goto fail;
+  lash_loop *loop = calloc(1, sizeof *loop);
+  if (!loop) return NULL;
   loop->epfd = epoll_create1(EPOLL_CLOEXEC);
-  if (loop->epfd < 0) goto fail;
+  if (loop->epfd < 0) {
+    free(loop);
+    return NULL;
+  }
   lash_timer_init(&loop->curl_timer);
   loop->evfd = loop->tfd = -1;
-  loop->multi = curl_multi_init();
+  return loop;
+}
+
+/* The open descriptors of this process (NULL when /proc is not there);
+** *n their count. */
+static int *open_fds(size_t *n) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  int *v = NULL, *nv;
+  size_t cap = 0;
+  *n = 0;
+  if (!d) return NULL;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    if (atoi(e->d_name) == dirfd(d)) continue;  /* the listing's own */
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 64;
+      nv = realloc(v, cap * sizeof *v);
+      if (!nv) break;
+      v = nv;
+    }
+    v[(*n)++] = atoi(e->d_name);
+  }
+  closedir(d);
+  return v;
+}
+
+/* libcurl before 8.8 makes its multi handle's wakeup pair without
+** close-on-exec (curl issue 13618): every process started afterwards would
+** inherit two sockets. Mark what curl_multi_init opened. */
+static void cloexec_since(const int *before, size_t nbefore) {
+  size_t nafter, i, j;
+  int *after = open_fds(&nafter);
+  for (i = 0; i < nafter; i++) {
+    int fl, seen = 0;
+    for (j = 0; j < nbefore && !seen; j++) seen = before[j] == after[i];
+    if (seen) continue;
+    fl = fcntl(after[i], F_GETFD);
+    if (fl >= 0 && !(fl & FD_CLOEXEC)) fcntl(after[i], F_SETFD, fl | FD_CLOEXEC);
+  }
+  free(after);
+}
+
+/* libcurl's global state and the multi handle are made at the loop's
+** first transfer (or HTTP context), not with the loop: a process that
+** never speaks HTTP (`lash sandbox exec`, a host stepping only local
+** tools) skips curl_global_init (TLS initialisation) and, in the CLI,
+** loading libcurl at all (curl_dl.h). */
+int lash_curl_ready(lash_loop *loop, char *err, size_t errsz) {
+  if (loop->multi) return 0;
+  if (lash_curl_load(err, errsz) != 0) return -1;
+  /* Reference-counted by libcurl (and thread-safe since 7.84); paired with
+  ** the cleanup in lash_loop_free, so each loop holds one reference. */
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    if (err && errsz) snprintf(err, errsz, "libcurl's global initialisation failed");
+    return -1;
+  }
+  {
+    size_t nbefore;
+    int *before = open_fds(&nbefore);
+    loop->multi = curl_multi_init();
+    if (loop->multi && before) cloexec_since(before, nbefore);
+    free(before);
+  }
   if (!loop->multi) {
-    close(loop->epfd);
-    goto fail;
+    curl_global_cleanup();
+    if (err && errsz) snprintf(err, errsz, "cannot create a libcurl multi handle");
+    return -1;
   }
   curl_multi_setopt(loop->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb);
   curl_multi_setopt(loop->multi, CURLMOPT_SOCKETDATA, loop);
@@ -587,24 +654,20 @@ lash_loop *lash_loop_new(void) {
   ** streams per connection would open a second one under load (100
   ** concurrent sandbox commands). The server's SETTINGS still applies. */
   curl_multi_setopt(loop->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1000L);
-  return loop;
-fail:
-  free(loop);
-  curl_global_cleanup();
-  return NULL;
+  return 0;
 }
 
 void lash_loop_free(lash_loop *loop) {
   if (!loop) return;
   /* curl_multi_cleanup calls the socket callback with POLL_REMOVE for the
   ** sockets it still holds, which frees our curl_sock records. */
-  curl_multi_cleanup(loop->multi);
+  if (loop->multi) curl_multi_cleanup(loop->multi);
   if (loop->evfd >= 0) close(loop->evfd);
   if (loop->tfd >= 0) close(loop->tfd);
   close(loop->epfd);
   free(loop->heap);
+  if (loop->multi) curl_global_cleanup();
   free(loop);
-  curl_global_cleanup();
 }
 
 int lash_loop_alive(const lash_loop *loop) {

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <sys/types.h>
 #include <curl/curl.h>
+#include "curl_dl.h"
 
 typedef struct lash_loop lash_loop;
 
@@ -120,6 +121,10 @@ void lash_signal_stop(lash_loop *loop, lash_signal *s);
 
 typedef void (*lash_curl_done)(lash_loop *loop, CURL *easy, CURLcode rc,
                                void *data);
+/* libcurl ready for this loop (loaded, initialised, its multi handle
+** made): done at the first transfer; callers that make easy or share
+** handles before one call it first. 0, or -1 with why in err. */
+int  lash_curl_ready(lash_loop *loop, char *err, size_t errsz);
 /* Add an easy handle to the loop's multi handle; done is called once when
 ** the transfer ends (success or failure). The caller owns the easy handle
 ** and must call lash_curl_remove before cleaning it up if it is still

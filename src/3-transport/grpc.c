@@ -296,6 +296,12 @@ grpc_channel *grpc_channel_new(lash_loop *loop, const char *url,
   ch->insecure = opts->insecure;
   ch->connect_ms = (long)ceil((opts->connect_timeout > 0 ? opts->connect_timeout : 10) * 1000);
   ch->max_recv = opts->max_recv ? opts->max_recv : DEFAULT_MAX_RECV;
+  if (lash_curl_ready(loop, err, errlen) != 0) {
+    free(ch->url);
+    free(ch->ca_file);
+    free(ch);
+    return NULL;
+  }
   ch->share = curl_share_init();
   if (!ch->share) goto oom;
   curl_share_setopt(ch->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);

@@ -29,8 +29,23 @@
 int lash_http_init(lash_http *h, lash_loop *loop) {
   memset(h, 0, sizeof *h);
   h->loop = loop;
+  return 0;
+}
+
+/* libcurl and the share are made at the first request, not with the
+** context (which every runtime opens): see lash_curl_ready. */
+int lash_http_ready(lash_http *h, char *err, size_t errsz) {
+  if (h->share) return 0;
+  if (h->closed) {
+    if (err && errsz) snprintf(err, errsz, "the lash runtime is closed");
+    return -1;
+  }
+  if (lash_curl_ready(h->loop, err, errsz) != 0) return -1;
   h->share = curl_share_init();
-  if (!h->share) return -1;
+  if (!h->share) {
+    if (err && errsz) snprintf(err, errsz, "cannot create a curl share");
+    return -1;
+  }
   /* Connections and DNS are already pooled by the loop's multi handle;
   ** TLS sessions are per easy handle unless shared. */
   curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
@@ -190,7 +205,7 @@ int lash_http_req_init(lash_http_req *r, lash_http *h,
   r->http = h;
   r->notify = notify;
   r->ud = ud;
-  if (h->closed) return -1;
+  if (h->closed || lash_http_ready(h, NULL, 0) != 0) return -1;
   r->easy = pool_get(h);
   return r->easy ? 0 : -1;
 }
@@ -201,7 +216,7 @@ void lash_http_req_release(lash_http_req *r) {
     pool_put(r->http, r->easy);
     r->easy = NULL;
   }
-  curl_slist_free_all(r->hdrs);
+  if (r->hdrs) curl_slist_free_all(r->hdrs);  /* none: libcurl maybe never loaded */
   r->hdrs = NULL;
   buf_free(&r->body);
   buf_free(&r->head);

@@ -43,8 +43,11 @@ typedef struct lash_http {
   size_t url_len, shown_len;
 } lash_http;
 
-/* Set up h for loop. Returns 0, or -1 when libcurl cannot make a share. */
+/* Set up h for loop (nothing of libcurl yet). Returns 0. */
 int  lash_http_init(lash_http *h, lash_loop *loop);
+/* libcurl loaded and h's share made (idempotent; lash_http_req_init does
+** it): 0, or -1 with why in err. */
+int  lash_http_ready(lash_http *h, char *err, size_t errsz);
 /* Free the pool and the share. Idempotent; requests released later clean
 ** up their own handles. */
 void lash_http_close(lash_http *h);

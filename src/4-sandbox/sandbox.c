@@ -26,7 +26,7 @@ static const char *const required_slots[] = {
 
 static const char *const optional_slots[] = {
   "read_tags", "write_tags", "cas_tags", "list", "gc", "probe", "snapshot",
-  "spawn", "persist", NULL
+  "drop_snapshot", "spawn", "persist", NULL
 };
 
 static void push_backends(lua_State *L) {
@@ -58,6 +58,7 @@ void lash_sandbox_register_c(lua_State *L, const lash_sandbox_backend *b) {
     {"destroy", b->destroy}, {"cas_tags", b->cas_tags}, {"list", b->list},
     {"gc", b->gc}, {"probe", b->probe}, {"snapshot", b->snapshot},
     {"spawn", b->spawn}, {"persist", b->persist}, {"connect", b->connect},
+    {"drop_snapshot", b->drop_snapshot},
     {"tunnels", b->tunnels},
   };
   size_t i;
@@ -375,6 +376,27 @@ int lash_sandbox_backend_call(lua_State *L, const char *slot, const char *what) 
   lua_pushvalue(L, 3);
   lua_callk(L, 1, LUA_MULTRET, 3, lash_sandbox_finish_k);
   return lash_sandbox_finish_k(L, LUA_OK, 3);
+}
+
+int lash_sandbox_backend_call_arg(lua_State *L, const char *slot, const char *what) {
+  int opts = 0;
+  luaL_checkany(L, 1);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    opts = 2;
+  }
+  lua_settop(L, 2);
+  call_check(L, check_existing, 0, opts, what, 2);                /* 3, 4 */
+  if (lua_getfield(L, 3, slot) != LUA_TFUNCTION) {
+    lua_getfield(L, 3, "name");
+    return lash_sandbox_raise(L, LASH_SB_ERROR, "unsupported",
+                              "the %s backend cannot %s", lua_tostring(L, -1),
+                              what);
+  }
+  lua_pushvalue(L, 4);
+  lua_pushvalue(L, 1);
+  lua_callk(L, 2, LUA_MULTRET, 4, lash_sandbox_finish_k);
+  return lash_sandbox_finish_k(L, LUA_OK, 4);
 }
 
 /* Raise "unsupported" unless the backend of the object at 1 has slot. */

@@ -83,6 +83,8 @@
 **   snapshot(cfg, id)                  -> snapshot id: the sandbox's files as
 **       they are now, from which `create{from_snapshot = id}` starts a new
 **       sandbox (modal: an image id; local: a copy of the workspace).
+**   drop_snapshot(cfg, snap)           -> (nothing): remove a snapshot
+**       snapshot() made (local: its copy); one already gone is success.
 **   spawn(cfg, id, argv, opts)         -> a lash.proc handle (proc.h): a
 **       long-lived process in the sandbox whose stdin, stdout and stderr
 **       are streams on the loop (an MCP server run jailed). argv as exec's;
@@ -164,6 +166,10 @@ typedef struct lash_sandbox_backend {
   ** sandbox (what sandbox:publish relays to); the caller owns the fd.
   ** Optional (NULL); C backends only. */
   lua_CFunction connect;
+  /* drop_snapshot(cfg, snap) -> (nothing): remove a snapshot snapshot()
+  ** made; one already gone is success. Optional (NULL): a backend without
+  ** it keeps its snapshots (modal's images are the platform's to expire). */
+  lua_CFunction drop_snapshot;
   /* tunnels(cfg, id, timeout) -> {{port =, url =, host =, tls_port =,
   ** tcp_host =, tcp_port =}, ...}: where the ports the sandbox was created
   ** with (spec.publish) are reachable from the internet, for backends that

@@ -63,6 +63,9 @@ int  lash_sandbox_create(lua_State *L, int mode, const char *context);
 int  lash_sandbox_wrap(lua_State *L, int idx, int opts, int mode,
                        const char *context);
 int  lash_sandbox_backend_call(lua_State *L, const char *slot, const char *what);
+/* The same with one argument before the options: slot(cfg, arg) for the
+** Lua call (arg, [opts]). */
+int  lash_sandbox_backend_call_arg(lua_State *L, const char *slot, const char *what);
 /* close (true, or nil and the error), __close (a failure only warns),
 ** __gc (warns about an owned sandbox never closed), detach (returns id). */
 int  lash_sandbox_close(lua_State *L);

@@ -493,6 +493,11 @@ static int l_request(lua_State *L) {
   lua_settop(L, S_NFIXED);               /* S_ONCHUNK .. S_URL: nil */
   if (h->closed)
     return luaL_error(L, "lash.http.request: the lash runtime is closed");
+  {
+    char why[320];
+    if (lash_http_ready(h, why, sizeof why) != 0)
+      return luaL_error(L, "lash.http.request: %s", why);
+  }
   if (lash_http_req_init(&op->req, h, op_notify, op) != 0)
     return luaL_error(L, "lash.http.request: cannot create a curl handle");
   start(L, op);

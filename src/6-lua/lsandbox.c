@@ -66,6 +66,14 @@ static int l_list(lua_State *L) { return lash_sandbox_backend_call(L, "list", "l
 /*** Remove expired sandboxes; returns the removed ids.
 ** @function gc */
 static int l_gc(lua_State *L) { return lash_sandbox_backend_call(L, "gc", "collect expired sandboxes"); }
+/*** Remove a snapshot (an id from sandbox:snapshot()) of the backend
+** named by opts.backend; one already gone is success. Backends that
+** cannot (modal) raise "unsupported".
+** @function drop_snapshot */
+static int l_drop_snapshot(lua_State *L) {
+  luaL_checkstring(L, 1);
+  return lash_sandbox_backend_call_arg(L, "drop_snapshot", "remove a snapshot");
+}
 /*** Whether the backend can run here: true, or false and the reason.
 ** @function probe */
 static int l_probe(lua_State *L) { return lash_sandbox_backend_call(L, "probe", "probe"); }
@@ -466,6 +474,7 @@ static const luaL_Reg funcs[] = {
   {"create", l_create}, {"open", l_open}, {"session", l_session},
   {"register_backend", l_register_backend}, {"backends", l_backends},
   {"list", l_list}, {"gc", l_gc}, {"probe", l_probe},
+  {"drop_snapshot", l_drop_snapshot},
   {"encode_network", l_encode_network}, {"decode_network", l_decode_network},
   {"describe", l_describe},
   {NULL, NULL}

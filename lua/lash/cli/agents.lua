@@ -86,6 +86,23 @@ function M.attach_agent(agent, handle, owner, backend)
   end)
 end
 
+--- A copy of `agent` whose sandbox capabilities create their sandbox from
+-- snapshot `snap` (a durable session continued: lash.durable). Only owned
+-- sandboxes can start from one; an agent with none, or with one that
+-- attaches to or shares a sandbox, is refused with the reason.
+-- @treturn[1] agent
+-- @treturn[2] nil
+-- @treturn[2] string why not
+function M.from_snapshot_agent(agent, snap)
+  return rewrite_agent(agent, { from_snapshot = snap }, "resuming a durable session", true, function(cap)
+    if cap.mode ~= "owned" then
+      error("resuming a durable session starts a new sandbox from the session's last workspace, and this "
+        .. "agent's sandbox capability uses an existing sandbox (" .. tostring(cap.mode) .. "); a workspace "
+        .. "cannot yet be restored in place", 0)
+    end
+  end)
+end
+
 --- One sandbox per conversation (`lash chat`): the owned sandbox
 -- capabilities of `agent` are made to share a sandbox across the turns of a
 -- conversation (each rebuilt in shared mode over a `lash.sandbox.session`

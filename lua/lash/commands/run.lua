@@ -50,7 +50,15 @@ options:
   --resume ID      continue saved session ID (or a unique prefix of it);
                    without a PROMPT, a session whose last turn's tool calls
                    never finished (killed, or stopped for approval) runs
-                   them now (with --yes for those needing approval)
+                   them now (with --yes for those needing approval);
+                   calls the session's ledger saw finish are never run
+                   again (their recorded results answer the model)
+  --durable        record the sandbox's workspace with each finished tool
+                   call, so --resume after a crash (kill -9 included)
+                   continues in a sandbox holding exactly the last committed
+                   state, and `lash sessions rewind|fork` move files with
+                   the conversation (see docs/durable.md); a session run
+                   durable stays durable when resumed
   --no-save        do not record this run (LASH_NO_SAVE=1 does the same)
   --describe       print what the loaded agent runs with (model,
                    instructions, tools, capabilities and their settings,
@@ -83,7 +91,7 @@ local OPTIONS = {
   ["--holder"] = { "holder", "value" }, ["--backend"] = { "backend", "value" }, ["--file"] = { "files", "list" },
   ["--output-schema"] = { "output_schema", "value" }, ["--continue"] = { "continue", "flag" },
   ["-c"] = { "continue", "flag" }, ["--resume"] = { "resume", "value" }, ["--no-save"] = { "no_save", "flag" },
-  ["--describe"] = { "describe", "flag" },
+  ["--describe"] = { "describe", "flag" }, ["--durable"] = { "durable", "flag" },
 }
 
 local function parse_args(args, cli)
@@ -115,6 +123,14 @@ local function approver(o, render)
   return function(_, call)
     local json = require "lash.json"
     if call.kind == "elicitation" then return M.ask_elicitation(call) end
+    if call.interrupted then
+      io.stdout:write(shown(string.format("\n%s %s started before lash stopped and never finished: it may already have "
+        .. "had its effects. Run it again? [y/N] ", call.name, json.try_encode(call.args) or "")))
+      io.stdout:flush()
+      if (io.read("l") or ""):lower():match("^y") then return true end
+      return "The user chose not to run this call again: it was cut short by a crash and may already have had "
+        .. "its effects; check before relying on them."
+    end
     io.stdout:write(shown(string.format("\nAllow %s %s? [y/N] ", call.name, json.try_encode(call.args) or "")))
     io.stdout:flush()
     local answer = io.read("l") or ""
@@ -354,6 +370,16 @@ function M.main(args, cli)
   local sessions = (save or o.continue or o.resume) and require "lash.sessions" or nil
   local session, serr = continued(o, sessions, scope, spec_path)
   if serr then return { kind = "usage", message = serr } end
+  local durable_run
+  if o.durable or session then
+    local derr
+    agent, durable_run, derr = require("lash.durable").for_run(agent, session, { durable = o.durable, save = save,
+                                                                                attach = o.attach })
+    if derr then
+      if session then session.store:close() end
+      return { kind = "usage", message = derr }
+    end
+  end
   local history = session and json.copy(session.history) or nil
   local partial = session and session.partial
   local dangling = history and sessions.dangling_calls(history) or {}
@@ -402,6 +428,12 @@ function M.main(args, cli)
     end
   end
   local on_message, finish, record_event = recorder(session, cli)
+  if session then
+    opts.ledger = require("lash.durable").ledger(session, { workspace = durable_run, on_warning = function(e)
+      cli.err("lash run: warning: cannot record tool calls in the session's ledger: ",
+              tostring(type(e) == "table" and e.message or e), " (a resumed run may run them again)\n")
+    end })
+  end
   -- the last turn was cut short: what it streamed is its answer (or a note
   -- that it said nothing), as lash chat keeps a cancelled turn
   local said = partial and sessions.partial_message(partial)
@@ -486,6 +518,13 @@ function M.main(args, cli)
   end
   runtime.run()
   if res.stop_reason == "approval_required" then
+    local cut = 0
+    for _, p in ipairs(res.pending or {}) do if p.interrupted then cut = cut + 1 end end
+    if cut > 0 then
+      cli.err("lash run: ", cut, " tool call(s) started before lash stopped and never finished; their tools are ",
+              "marked idempotent = false, so they are not run again unasked (they may already have had their ",
+              "effects)\n")
+    end
     return { kind = "approval", stop_reason = res.stop_reason, session = sid,
              message = "stopped: " .. tostring(#res.pending)
                .. " tool call(s) need approval (run with --yes to allow them"

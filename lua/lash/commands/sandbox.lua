@@ -29,6 +29,8 @@ usage: lash sandbox <subcommand> [options]
                                       over TLS, its URL printed on stderr)
   snapshot ID                         snapshot its files, print the snapshot id
                                       (create --from-snapshot starts from it)
+  snapshot rm SNAP...                 remove snapshots (one already gone is
+                                      fine; modal keeps its images)
   exec ID [--timeout S] [--max-output-bytes N] [--cwd DIR] [--env K=V]...
           [--stdin] [--json] -- CMD [ARGS...]
                                       run a command; its stdout and stderr are
@@ -214,6 +216,14 @@ end
 
 function sub.snapshot(args, cli)
   local opts, pos = parse(cli, args, with_common {})
+  if pos[1] == "rm" then
+    if #pos < 2 then usage(cli, "snapshot rm takes the snapshot ids to remove") end
+    for i = 2, #pos do
+      runtime.sandbox.drop_snapshot(pos[i], backend_opts(opts))
+      cli.out("removed ", pos[i], "\n")
+    end
+    return EXIT.ok
+  end
   if #pos > 1 then usage(cli, "snapshot takes one sandbox id") end
   cli.out(open(pos, opts, cli, "snapshot"):snapshot(), "\n")
   return EXIT.ok

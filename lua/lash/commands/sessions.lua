@@ -1,4 +1,4 @@
---- `lash sessions list|show|rm|path`: the saved conversations (see
+--- `lash sessions list|show|rm|rewind|fork|path`: the saved conversations (see
 -- lash.sessions): what ran, with which spec and model, what was said, what
 -- it cost and how it ended.
 -- @module lash.commands.sessions
@@ -9,6 +9,8 @@ local M = {
        lash sessions show ID [--json]
        lash sessions rm ID... [--json]
        lash sessions rm --older-than AGE [--json]   (AGE: 30d, 12h, 90m)
+       lash sessions rewind ID --to N [--json]
+       lash sessions fork ID --at N [--json]
        lash sessions path
 
 Every `lash run` is saved (unless --no-save or LASH_NO_SAVE=1): its spec,
@@ -23,8 +25,16 @@ more) of a session's id.
          messages, tokens in/out, model, first prompt
   show   one session: its runs and its messages (--json: all of it, the
          messages exactly as stored)
-  rm     delete sessions with their runs and messages; --older-than AGE
-         deletes every session not updated for AGE (not one still running)
+  rm     delete sessions with their runs and messages (and the workspace
+         snapshots of a --durable session that no fork shares); --older-than
+         AGE deletes every session not updated for AGE (not one still running)
+  rewind keep messages 1..N (as show numbers them) and drop the rest, with
+         the tool calls the ledger recorded after them; a session run
+         --durable also goes back to message N's workspace: the next run
+         continuing it starts its sandbox from those files; the snapshots
+         of the later turns are removed (unless a fork shares them)
+  fork   a new session holding messages 1..N of ID (and, if durable, that
+         workspace); ID is untouched
   path   print where the database is
 
 The database is $LASH_SESSIONS_DB, else $XDG_STATE_HOME/lash/sessions.db,
@@ -47,6 +57,11 @@ local function parse(args, cli)
       local num, unit = v:match("^(%d+%.?%d*)([dhm]?)$")
       if not num then cli.usage_error("--older-than needs an age such as 30d, 12h or 90m, got '" .. v .. "'") end
       o.older_ms = math.floor(tonumber(num) * (({ d = 86400, h = 3600, m = 60 })[unit] or 86400) * 1000)
+    elseif a == "--to" or a == "--at" then
+      i = i + 1
+      o.n = math.tointeger(tonumber(args[i] or ""))
+      if not o.n or o.n < 0 then cli.usage_error(a .. " needs a message number (0 or more)") end
+      o.n_flag = a
     elseif a:sub(1, 2) == "--" then cli.usage_error("unknown option '" .. a .. "'")
     else o.words[#o.words + 1] = a end
     i = i + 1
@@ -145,7 +160,8 @@ local function rm(store, o, cli)
   local json = require "lash.json"
   if o.older_ms then
     if #o.words > 1 then cli.usage_error("rm takes session ids or --older-than, not both") end
-    local removed = store:prune(require("lash.sessions").now_ms() - o.older_ms)
+    local removed, _, warning = require("lash.durable").prune(store, require("lash.sessions").now_ms() - o.older_ms)
+    if warning then cli.err("lash sessions rm: warning: ", warning, "\n") end
     if o.json then cli.out(json.encode_canonical { removed = json.array(removed) }, "\n")
     else cli.out("removed ", #removed, " session(s)\n") end
     return 0
@@ -153,7 +169,8 @@ local function rm(store, o, cli)
   if #o.words < 2 then cli.usage_error("rm takes one or more session ids (or --older-than AGE)") end
   local removed, failed = {}, nil
   for i = 2, #o.words do
-    local ok, id = store:remove(o.words[i])
+    local ok, id, _, warning = require("lash.durable").remove(store, o.words[i])
+    if warning then cli.err("lash sessions rm: warning: ", warning, "\n") end
     if ok then removed[#removed + 1] = id
     else failed = failed or id end
   end
@@ -161,6 +178,31 @@ local function rm(store, o, cli)
   else for _, id in ipairs(removed) do cli.out("removed ", id, "\n") end end
   if failed then return { kind = "error", message = failed } end
   return 0
+end
+
+-- rewind / fork: conversation and workspace together (lash.durable)
+local function moved(what, flag)
+  return function(store, o, cli)
+    local json = require "lash.json"
+    if #o.words ~= 2 then cli.usage_error(what .. " takes one session id") end
+    if o.n_flag ~= flag then
+      cli.usage_error(what .. " needs " .. flag .. " N (a message number, as show numbers them)")
+    end
+    local durable = require "lash.durable"
+    local res, err = durable[what](store, o.words[2], o.n)
+    if not res then return { kind = "usage", message = err } end
+    if res.warning then cli.err("lash sessions ", what, ": warning: ", res.warning, "\n") end
+    if o.json then
+      cli.out(json.encode_canonical(res), "\n")
+    elseif what == "rewind" then
+      cli.out(string.format("session %s rewound to message %d (%d removed)%s\n", res.id, o.n, res.removed,
+        res.snapshot and ("; its next run starts from workspace " .. res.snapshot) or ""))
+    else
+      cli.out(string.format("session %s forked from %s at message %d%s\n", res.id, res.parent, o.n,
+        res.snapshot and ("; its first run starts from workspace " .. res.snapshot) or ""))
+    end
+    return 0
+  end
 end
 
 function M.main(args, cli)
@@ -172,10 +214,11 @@ function M.main(args, cli)
     cli.out(p, why ~= "default" and ("  (" .. why .. ")") or "", "\n")
     return 0
   end
-  local fn = ({ list = list, show = show, rm = rm })[sub]
+  local fn = ({ list = list, show = show, rm = rm,
+                rewind = moved("rewind", "--to"), fork = moved("fork", "--at") })[sub]
   if not fn then
-    cli.usage_error(sub and ("unknown subcommand '" .. sub .. "' (list, show, rm, path)")
-                    or "missing the subcommand (list, show, rm, path)")
+    cli.usage_error(sub and ("unknown subcommand '" .. sub .. "' (list, show, rm, rewind, fork, path)")
+                    or "missing the subcommand (list, show, rm, rewind, fork, path)")
   end
   local store = sessions.open()
   local ok, res = pcall(fn, store, o, cli)

@@ -892,6 +892,24 @@ static int local_snapshot(lua_State *L) {
   return 1;
 }
 
+/* drop_snapshot(cfg, snap): remove a snapshot of this state root; one
+** already gone is success. */
+static int local_drop_snapshot(lua_State *L) {
+  char root[LSB_PATH_MAX], err[2 * LSB_PATH_MAX];
+  const char *snap;
+  int rc;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  snap = luaL_checkstring(L, 2);
+  local_state_root(L, 1, root, sizeof root);
+  rc = lsb_snapshot_drop(root, snap, err, sizeof err);
+  if (rc == -EINVAL)
+    return lash_sandbox_raise(L, LASH_SB_ERROR, "invalid", "'%s' is not a local snapshot id "
+                              "(`lash sandbox snapshot ID` prints one)", snap);
+  if (rc)
+    return lash_sandbox_raise(L, LASH_SB_ERROR, "io", "cannot remove snapshot %s: %s", snap, err);
+  return 0;
+}
+
 /* ---- tags, poll ------------------------------------------------------------------ */
 
 static int local_read_tags(lua_State *L) {
@@ -1317,6 +1335,7 @@ const lash_sandbox_backend lash_sandbox_backend_local = {
   local_spawn,
   local_persist,
   local_connect,
+  local_drop_snapshot,
   NULL   /* tunnels: a local port is published on this host (sandbox:publish) */
 };
 

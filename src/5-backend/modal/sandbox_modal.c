@@ -1218,6 +1218,7 @@ const lash_sandbox_backend lash_sandbox_backend_modal = {
   NULL,  /* spawn: no streaming exec on Modal yet (sandbox.c says so) */
   NULL,  /* persist: Modal keeps its sandboxes' records itself */
   NULL,  /* connect: Modal reaches ports through tunnels made at create (tunnels) */
+  NULL,  /* drop_snapshot: a snapshot is an image, which Modal's API has no call to delete */
   msb_tunnels
 };
 

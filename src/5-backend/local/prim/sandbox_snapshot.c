@@ -87,6 +87,23 @@ int lsb_snapshot_restore(const char *root, const char *snap, const char *workspa
   return copy_tree(AT_FDCWD, path, AT_FDCWD, workspace, uid, gid, err, errsz) ? -EIO : 0;
 }
 
+int lsb_snapshot_drop(const char *root, const char *snap, char *err, size_t errsz) {
+  char path[LSB_PATH_MAX], aside[LSB_PATH_MAX + 16];
+  int rc;
+  err[0] = 0;
+  if ((rc = lsb_snapshot_path(root, snap, path, sizeof path)) != 0) return rc;
+  snprintf(aside, sizeof aside, "%s/%s/.drop-%s", root, SNAP_DIR, snap);
+  if (rename(path, aside) != 0) {
+    if (errno == ENOENT) return 0;
+    rc = -errno;
+    snprintf(err, errsz, "rename %s: %s", path, strerror(errno));
+    return rc;
+  }
+  if ((rc = lsb_rmtree_at(AT_FDCWD, aside)) != 0)
+    snprintf(err, errsz, "cannot remove %s: %s", aside, strerror(rc < 0 ? -rc : rc));
+  return rc;
+}
+
 int lsb_snapshot_take(const char *root, const char *id, char snap[LSB_ID_LEN + 1],
                       char *err, size_t errsz, char *warn, size_t warnsz) {
   char dir[2 * LSB_PATH_MAX], tmp[3 * LSB_PATH_MAX], dst[3 * LSB_PATH_MAX];

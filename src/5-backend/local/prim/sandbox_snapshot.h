@@ -24,4 +24,9 @@ int lsb_snapshot_restore(const char *root, const char *snap, const char *workspa
 int lsb_snapshot_take(const char *root, const char *id, char snap[LSB_ID_LEN + 1],
                       char *err, size_t errsz, char *warn, size_t warnsz);
 
+/* Remove snapshot snap: renamed aside first (so its id never names a
+** half-removed copy), then deleted. 0, also when there is no such
+** snapshot; -EINVAL for a malformed id; another -errno with err. */
+int lsb_snapshot_drop(const char *root, const char *snap, char *err, size_t errsz);
+
 #endif
