@@ -235,6 +235,25 @@ else
   not_ok "the sandbox command never hung" "$(cat "$T/jail.out")"
 fi
 
+# -- /rewind in lash chat: the conversation goes back, in memory and in the saved session
+cat > "$T/chat.lua" <<'LUA'
+local lash = require "lash"
+return lash.agent { name = "echoer", model = function(messages)
+  return "you said " .. messages[#messages].parts[1].text .. " (" .. #messages .. " messages)"
+end }
+LUA
+out=$(printf 'one\ntwo\nthree\n/rewind\nfour\n/rewind 2\nfive\n/rewind 99\n' | "$LASH" chat "$T/chat.lua" 2>&1)
+contains "chat /rewind: without N, back to before the last prompt" "$out" "rewound to message 4 (2 dropped)"
+contains "  the next turn sees the rewound history" "$out" "you said four (5 messages)"
+contains "  /rewind N keeps messages 1..N" "$out" "you said five (3 messages)"
+contains "  an N out of range names the range" "$out" "a message number from 0 to 4"
+cid=$(latest)
+same "  the saved session is rewound too" \
+  "$("$LASH" sessions show "$cid" --json | py '" ".join(p["text"] for m in v["messages"] for p in m["parts"])')" \
+  "one you said one (1 messages) five you said five (3 messages)"
+out=$(printf 'one\ntwo\n/rewind 1\nthree\n' | "$LASH" chat "$T/chat.lua" --no-save 2>&1)
+contains "  unsaved, /rewind works in memory" "$out" "you said three (2 messages)"
+
 # -- lash sandbox snapshot rm
 sb=$("$LASH" sandbox create 2>/dev/null | tail -1)
 s1=$("$LASH" sandbox snapshot "$sb" 2>/dev/null)

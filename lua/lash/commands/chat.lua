@@ -43,6 +43,9 @@ commands (at the prompt):
                    turn is recorded in the sessions database); TITLE names
                    it in `lash sessions list`
   /export FILE     write the conversation to FILE (JSON)
+  /rewind [N]      go back to message N (as `lash sessions show` numbers
+                   them; without N, to before your last prompt): the later
+                   messages are dropped, from the saved session too
   /exit            end the session (also Ctrl-D)
 
 keys: line editing and history (up/down arrows) from libedit (emacs
@@ -88,6 +91,7 @@ local HELP = [[
 /tools           list the agent's tools
 /save [TITLE]    say which saved session this is (every turn is recorded); TITLE names it
 /export FILE     write the conversation to FILE (JSON)
+/rewind [N]      back to message N (without N: to before your last prompt)
 /exit            end the session (or Ctrl-D)
 Ctrl-C cancels a running turn; twice at an empty prompt it ends the session.]]
 
@@ -457,6 +461,51 @@ function Session:export(path)
   return true
 end
 
+-- The message before the last prompt the user typed (0: none).
+local function before_last_prompt(history)
+  for i = #history, 1, -1 do
+    local m = history[i]
+    if m.role == "user" then
+      for _, p in ipairs(m.parts or {}) do
+        if p.type == "text" then return i - 1 end
+      end
+    end
+  end
+  return 0
+end
+
+-- /rewind [N]: keep messages 1..N, in memory and in the saved session
+-- (lash.durable.rewind: its ledger and, for a session run --durable, its
+-- workspace go back with it).
+function Session:rewind(arg)
+  local n = arg == "" and before_last_prompt(self.history) or math.tointeger(tonumber(arg))
+  if not n or n < 0 or n > #self.history then
+    self:say("red", string.format("/rewind N: N is a message number from 0 to %d (or none: before your last "
+      .. "prompt), got %s", #self.history, arg))
+    return
+  end
+  local dropped = #self.history - n
+  local note = ""
+  if self.session then
+    local durable = require "lash.durable"
+    local res, err = durable.rewind(self.store, self.session.id, n)
+    if not res then self:say("red", "cannot rewind: " .. tostring(err)); return end
+    local again, rerr = self.store:resume(self.session.id)
+    if not again then self:say("red", "cannot reload the session: " .. tostring(rerr)); return end
+    self.session = again
+    self.history = require("lash.json").copy(again.history)
+    if res.snapshot then
+      note = "; `lash run --resume " .. self.session.id .. "` starts from that message's workspace"
+    elseif self.agent.capabilities and #self.agent.capabilities > 0 then
+      note = "; files the commands changed stay as they are (the session was not run --durable)"
+    end
+  else
+    for i = #self.history, n + 1, -1 do self.history[i] = nil end
+  end
+  self.unsaved_closing = nil
+  self:say("dim", string.format("rewound to message %d (%d dropped)%s", n, dropped, note))
+end
+
 -- A `/command`: returns "exit" to end the session.
 function Session:command(line)
   local name, rest = line:match("^/(%S*)%s*(.-)%s*$")
@@ -495,6 +544,8 @@ function Session:command(line)
     else
       self:say("red", err)
     end
+  elseif name == "rewind" then
+    self:rewind(rest)
   elseif name == "exit" or name == "quit" then
     return "exit"
   else
