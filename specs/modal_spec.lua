@@ -150,7 +150,7 @@ local function contract(mode)
       -- a server in the sandbox answers through the tunnel, over TLS: curl
       -- (in the background, retrying until it listens) fetches once
       local got = srv.state .. "/tunnel.out"
-      os.execute("(curl -s --retry 40 --retry-delay 0 --retry-all-errors --max-time 10 --cacert "
+      os.execute("(curl -s --retry 40 --retry-delay 0 --retry-all-errors --retry-max-time 15 --max-time 10 --cacert "
         .. srv.state .. "/ca.pem -o " .. got .. ".part " .. t[1].url .. "/ && mv " .. got .. ".part "
         .. got .. ") >/dev/null 2>&1 &")
       local r = sb:exec({ "python3", "-c", [[
