@@ -116,10 +116,42 @@ local function editor(answer)
     return ed.peer:request("session/prompt", { sessionId = ed.sid, prompt = { { type = "text", text = text } } })
   end
   function ed.close() ed.peer:close() srv:close() end
+  ed.srv = srv
   return ed
 end
 
 describe("lash.acp.server", function()
+  it("shows a running command's output as tool_call_update content, a bounded tail", function()
+    lash.spawn(function()
+      local ed = editor(function() return "allow_once" end)
+      local s = ed.srv.sessions[ed.sid]
+      s.calls, s.terminal_of = {}, {}   -- as a turn starts them
+      ed.updates = {}
+      s:on_event { type = "tool_call", id = "c1", name = "run_command", args = { command = "make" } }
+      s:on_event { type = "tool_output_delta", id = "c1", name = "run_command", stream = "stdout", text = "one\n" }
+      s:on_event { type = "tool_output_delta", id = "c1", name = "run_command", stream = "stderr", text = "two\n",
+                   dropped = 5 }
+      s:on_event { type = "tool_output_delta", id = "c1", name = "run_command", stream = "stdout",
+                   text = string.rep("é", 6000) }
+      s:on_event { type = "tool_result", id = "c1", name = "run_command", status = "ok", content = "done" }
+      lash.sleep(0.2)
+      local live = {}
+      for _, u in ipairs(ed.updates) do
+        if u.sessionUpdate == "tool_call_update" and u.status == "in_progress" then live[#live + 1] = u end
+      end
+      assert.equal(3, #live)
+      assert.equal("c1", live[1].toolCallId)
+      assert.equal("one\n", live[1].content[1].content.text)
+      assert.equal("one\n[… 5 bytes left out …]\ntwo\n", live[2].content[1].content.text)
+      local tail = live[3].content[1].content.text
+      assert.is_true(#tail <= 8192)
+      assert.equal(string.rep("é", 4096), tail)   -- whole characters, the newest
+      local last = ed.updates[#ed.updates]
+      assert.equal("completed", last.status)
+      assert.equal("done", last.content[1].content.text)
+      ed.close()
+    end):join()
+  end)
   it("asks before an edit in ask mode, never before a read, and reports both", function()
     lash.spawn(function()
       local ed = editor(function() return "allow_once" end)

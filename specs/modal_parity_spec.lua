@@ -272,6 +272,31 @@ end)
 describe("ModalSandbox in a YAML spec", function()
   local fx = serve {}
 
+  it("publish: the run's Modal sandbox is created with a tunnel per port, told as port_published", function()
+    local spec = lash.load_spec_string(string.format([[
+model: test
+capabilities:
+  - ModalSandbox: {config_path: %s, publish: [8000, 8001]}
+]], fx.srv.config_path), "publish.yaml", { trust = true })
+    local published = {}
+    local agent = lash.agent {
+      capabilities = spec.capabilities,
+      model = lash.script_model {
+        { tool_calls = { { name = "run_command", args = { command = "true" } } } },
+        "done",
+      },
+    }
+    agent:run("x", { on_event = function(ev)
+      if ev.type == "port_published" then published[#published + 1] = ev end
+    end })
+    local c = fx.srv:calls("SandboxCreateV2")
+    assert.same({ { port = 8000 }, { port = 8001 } }, c[#c].request.definition.open_ports.ports)
+    assert.equal(2, #published)
+    assert.equal(8000, published[1].port)
+    assert.matches("^https://127%.0%.0%.1:%d+$", published[1].address)
+    assert.equal(8001, published[2].port)
+  end)
+
   it("passes cpu, memory, idle_timeout and from_snapshot on to Modal", function()
     local src <close> = sandbox.create(fx.srv:opts { workdir = "/workspace" })
     src:write_file("/workspace/seed.txt", "seeded\n")

@@ -130,6 +130,51 @@ local function contract(mode)
       assert.has_error(function() sb:exec("true", { on_output = function() end }) end)
     end)
 
+    it("tunnels the ports it was created with, encrypted (publish, sandbox:tunnels)", function()
+      -- a port nothing on this machine is likely to hold: the fake's jail
+      -- shares the host's network
+      local port = 20000 + math.random(0, 20000)
+      -- network on: the fake's jail then shares its network, as the tunnel needs
+      local sb <close> = sandbox.create(opts{ publish = { port, port + 1 }, network = "on" })
+      local create = mode.v2 and "SandboxCreateV2" or "SandboxCreate"
+      local c = srv:calls(create)
+      local sent = c[#c].request.definition.open_ports.ports
+      assert.same({ { port = port }, { port = port + 1 } }, sent)   -- unencrypted: false
+      local t = sb:tunnels()
+      assert.equal(2, #t)
+      assert.equal(port, t[1].port)
+      assert.equal(port + 1, t[2].port)
+      assert.equal("127.0.0.1", t[1].host)
+      assert.equal("https://127.0.0.1:" .. t[1].tls_port, t[1].url)
+      assert.is_nil(t[1].tcp_port)
+      -- a server in the sandbox answers through the tunnel, over TLS: curl
+      -- (in the background, retrying until it listens) fetches once
+      local got = srv.state .. "/tunnel.out"
+      os.execute("(curl -s --retry 40 --retry-delay 0 --retry-all-errors --retry-max-time 15 --max-time 10 --cacert "
+        .. srv.state .. "/ca.pem -o " .. got .. ".part " .. t[1].url .. "/ && mv " .. got .. ".part "
+        .. got .. ") >/dev/null 2>&1 &")
+      local r = sb:exec({ "python3", "-c", [[
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"hello through the tunnel")
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+s.handle_request()
+]], tostring(port) }, { timeout = 15 })
+      assert.equal(0, r.exit_code)
+      local body
+      for _ = 1, 100 do
+        local f = io.open(got, "rb")
+        if f then body = f:read("a") f:close() break end
+        os.execute("sleep 0.1")
+      end
+      assert.equal("hello through the tunnel", body)
+      local bad = catch(sandbox.create, opts{ publish = { 0 } })
+      assert.matches("publish", tostring(bad))
+      assert.matches("twice", tostring(catch(sandbox.create, opts{ publish = { 80, 80 } })))
+    end)
+
     it("times a command out and reports it", function()
       local sb <close> = sandbox.create(opts{})
       local r = sb:exec("echo started; sleep 30", { timeout = 1 })

@@ -59,6 +59,7 @@ void lash_sandbox_register_c(lua_State *L, const lash_sandbox_backend *b) {
     {"gc", b->gc}, {"probe", b->probe}, {"snapshot", b->snapshot},
     {"spawn", b->spawn}, {"persist", b->persist}, {"connect", b->connect},
     {"drop_snapshot", b->drop_snapshot},
+    {"tunnels", b->tunnels},
   };
   size_t i;
   push_backends(L);

@@ -170,6 +170,12 @@ typedef struct lash_sandbox_backend {
   ** made; one already gone is success. Optional (NULL): a backend without
   ** it keeps its snapshots (modal's images are the platform's to expire). */
   lua_CFunction drop_snapshot;
+  /* tunnels(cfg, id, timeout) -> {{port =, url =, host =, tls_port =,
+  ** tcp_host =, tcp_port =}, ...}: where the ports the sandbox was created
+  ** with (spec.publish) are reachable from the internet, for backends that
+  ** tunnel them (Modal), waiting at most timeout seconds for the sandbox
+  ** to run. Optional (NULL). */
+  lua_CFunction tunnels;
 } lash_sandbox_backend;
 
 /* Push a sandbox error object: kind (LASH_SB_*), code (may be NULL),

@@ -134,6 +134,22 @@ static int m_connect(lua_State *L) {
   return lash_sandbox_call(L, "connect", 1, connect_k);
 }
 
+/*** Where the ports the sandbox was created with (`publish`) are reachable
+** from the internet, on a backend that tunnels them (Modal): a list sorted
+** by port of `{port, url, host, tls_port[, tcp_host, tcp_port]}`. Waits
+** (at most timeout seconds, default 50) for the sandbox to run.
+** @function sandbox:tunnels
+** @tparam[opt] number timeout */
+static int m_tunnels(lua_State *L) {
+  lash_sandbox_checkopen(L, 1);
+  if (!lua_isnoneornil(L, 2)) luaL_checknumber(L, 2);
+  lash_sandbox_need_slot(L, "tunnels", "tunnel ports to the internet (sandbox:tunnels): "
+                         "this backend has none; publish a port on this host instead "
+                         "(sandbox:publish, lash sandbox port)");
+  lua_settop(L, 2);
+  return lash_sandbox_call(L, "tunnels", 1, lash_sandbox_finish_k);
+}
+
 /*** @function sandbox:stat
 ** @treturn table kind ("file", "dir", "symlink", "other"), size, mode, mtime */
 static int m_stat(lua_State *L) {
@@ -360,7 +376,7 @@ static int m_publish(lua_State *L) { return module_call(L, "lash.sandbox_ports",
 
 static const luaL_Reg methods[] = {
   {"download", m_download}, {"upload", m_upload}, {"publish", m_publish},
-  {"connect", m_connect},
+  {"connect", m_connect}, {"tunnels", m_tunnels},
   {"exec", m_exec}, {"stat", m_stat}, {"read_file", m_read_file},
   {"write_file", m_write_file}, {"list_dir", m_list_dir},
   {"read_tags", m_read_tags}, {"write_tags", m_write_tags},

@@ -136,10 +136,15 @@ async function main() {
     check("tool_call updates: kind, title, status pending, locations, raw input",
       calls.length === 2 && calls[0].kind === "edit" && calls[0].status === "pending"
       && calls[0].locations[0].path === "/workspace/hello.txt" && calls[1].rawInput.command === "cat hello.txt", calls);
-    const statuses = (id) => ups.filter((u) => u.toolCallId === id).map((u) => u.status).filter(Boolean).join(",");
+    // (a running command's output arrives as in_progress updates with content, counted apart)
+    const statuses = (id) => ups.filter((u) => u.toolCallId === id && !(u.status === "in_progress" && u.content))
+      .map((u) => u.status).filter(Boolean).join(",");
     check("tool_call_update: in_progress once allowed, then completed",
       calls.length === 2 && statuses(calls[0].toolCallId) === "in_progress,completed"
       && statuses(calls[1].toolCallId) === "in_progress,completed", ups);
+    const live = ups.filter((u) => calls[1] && u.toolCallId === calls[1].toolCallId && u.status === "in_progress" && u.content);
+    check("the running command's output shows as in_progress content before its result",
+      live.length >= 1 && live[live.length - 1].content[0].content.text === "hi from lash\n", live);
     const catDone = ups.find((u) => calls[1] && u.toolCallId === calls[1].toolCallId && u.status === "completed");
     check("the command ran in the sandbox and its output is the call's content",
       catDone && JSON.stringify(catDone.content).includes("hi from lash"), catDone);

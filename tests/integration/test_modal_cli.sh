@@ -49,6 +49,19 @@ assert [c for c in calls if c["method"] == "ImageGetOrCreate"][-1]["request"]["i
 PY
 ok $? "--image --app --cpu --memory --idle-timeout reach Modal"
 "$LASH" sandbox destroy "$big" --backend modal; ok $? "destroy it"
+pub=$("$LASH" sandbox create --backend modal --network on --publish 8000 --publish 8001 2>"$state/err")
+ok $? "create --publish prints an id ($pub)"
+grep -qE '^port 8000: https://127\.0\.0\.1:[0-9]+$' "$state/err" && grep -qE '^port 8001: https://' "$state/err"
+ok $? "create --publish prints each port's tunnel URL on stderr ($(tr '\n' ' ' <"$state/err"))"
+url=$("$LASH" sandbox port "$pub" 8001 --backend modal)
+grep -q "^port 8001: $url\$" "$state/err"; ok $? "sandbox port on Modal prints the tunnel's URL ($url)"
+"$LASH" sandbox port "$pub" 9000 --backend modal 2>"$state/err2"
+rc=$?
+[ $rc = 1 ] && grep -q -- '--publish 9000' "$state/err2"; ok $? "a port without a tunnel: exit 1, how to get one (rc $rc)"
+"$LASH" sandbox create --publish 8000 2>"$state/err2"
+rc=$?
+[ $rc = 2 ] && grep -q 'lash sandbox port ID PORT' "$state/err2"; ok $? "--publish on local: a usage error naming sandbox port (rc $rc)"
+"$LASH" sandbox destroy "$pub" --backend modal; ok $? "destroy the published one"
 "$LASH" sandbox destroy "$id" --backend modal; ok $? "destroy"
 "$LASH" sandbox destroy "$id" --backend modal; ok $? "destroy again is fine"
 "$LASH" sandbox exec "$id" --backend modal -- true 2>"$state/err"

@@ -45,11 +45,11 @@ check("an unknown tool is isError", r.isError === true && text(r).includes("Unkn
 r = await client.callTool({ name: "run_command", arguments: { command: "pwd" } });
 check("commands run in the sandbox's workdir", text(r).includes("/workspace"), text(r));
 // a running command's output as progress notifications, when the client asks for progress
-// (over stdio: lash mcp serve --http answers each request with one JSON body, no event stream)
+// (over stdio, and over HTTP as an event stream answering the call)
 const progress = [];
 r = await client.callTool({ name: "run_command", arguments: { command: "for i in 1 2 3; do echo line$i; sleep 0.3; done" } },
                           undefined, { onprogress: (p) => progress.push(p) });
-if (!url) check("run_command streams its output as progress notifications",
+check(`run_command streams its output as progress notifications${url ? " (HTTP: an event stream)" : ""}`,
       progress.length >= 2 && progress.map((p) => p.message).join("") === "line1\nline2\nline3\n"
       && progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress), progress);
 const plain = await client.callTool({ name: "run_command", arguments: { command: "for i in 1 2 3; do echo line$i; sleep 0.3; done" } });

@@ -62,6 +62,8 @@ import os
 import random
 import shutil
 import signal
+import socket
+import ssl
 import string
 import subprocess
 import sys
@@ -394,6 +396,88 @@ class Exec:
                 raise Abort(grpc.StatusCode.FAILED_PRECONDITION, "process exited; stdin is closed")
 
 
+class Tunnel:
+    """A port of a sandbox reached from outside, as Modal's tunnels are: a TLS
+    listener (the fake's certificate for 127.0.0.1, DIR/ca.pem) and, for an
+    unencrypted port, a plain TCP one too, each connection joined to the
+    port on the sandbox's loopback (the jail shares the fake's network unless
+    it is blocked, when connections are closed at once, as nothing answers)."""
+
+    def __init__(self, server, port, unencrypted):
+        self.container_port, self.closed = port, False
+        key, cert = server.cert()
+        self.ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.ctx.load_cert_chain(cert, key)
+        self.tls = self._listen(True)
+        self.tcp = self._listen(False) if unencrypted else None
+
+    def _listen(self, tls):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        threading.Thread(target=self._accept, args=(s, tls), daemon=True).start()
+        return s
+
+    def _accept(self, ls, tls):
+        while not self.closed:
+            try:
+                c, _ = ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._join, args=(c, tls), daemon=True).start()
+
+    def _join(self, c, tls):
+        try:
+            if tls:
+                c = self.ctx.wrap_socket(c, server_side=True)
+            up = socket.create_connection(("127.0.0.1", self.container_port), timeout=5)
+            up.settimeout(None)
+        except OSError:
+            c.close()
+            return
+
+        def pump(a, b):
+            try:
+                while True:
+                    d = a.recv(65536)
+                    if not d:
+                        break
+                    b.sendall(d)
+                if isinstance(b, ssl.SSLSocket):   # TLS has no half close
+                    try:
+                        b = b.unwrap()   # close_notify, so the peer sees a clean end
+                    except (OSError, ValueError):
+                        pass
+                    b.close()
+                else:
+                    b.shutdown(socket.SHUT_WR)
+            except OSError:
+                for s in (a, b):
+                    try:
+                        s.close()
+                    except OSError:
+                        pass
+        threading.Thread(target=pump, args=(up, c), daemon=True).start()
+        pump(c, up)
+
+    def data(self):
+        d = API.TunnelData(host="127.0.0.1", port=self.tls.getsockname()[1],
+                           container_port=self.container_port)
+        if self.tcp:
+            d.unencrypted_host, d.unencrypted_port = "127.0.0.1", self.tcp.getsockname()[1]
+        return d
+
+    def close(self):
+        self.closed = True
+        for s in (self.tls, self.tcp):
+            if s:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+
 class Sandbox:
     def __init__(self, server, sid, v2, app_id, definition, env, tags):
         self.server, self.id, self.v2, self.app_id = server, sid, v2, app_id
@@ -418,6 +502,7 @@ class Sandbox:
         if snap:   # an image made by a filesystem snapshot: its files come back
             shutil.copytree(snap, self.fs, symlinks=True, dirs_exist_ok=True)
         self.prepare_dir(self.workdir)
+        self.tunnels = [Tunnel(server, p.port, p.unencrypted) for p in definition.open_ports.ports]
         self.expiry = threading.Timer(self.timeout, self.finish, args=(GS.GENERIC_STATUS_TIMEOUT, "Sandbox timed out"))
         self.expiry.daemon = True
         self.expiry.start()
@@ -480,6 +565,8 @@ class Sandbox:
         if not hang:
             for e in execs:
                 e.kill()
+            for t in self.tunnels:
+                t.close()
         self.server.save_state()
 
 
@@ -808,6 +895,29 @@ class Fake:
     def SandboxWaitV2(self, req, md, ctx):
         return self._wait(req, True, ctx)
 
+    def cert(self):
+        """The certificate TLS endpoints serve (tunnels always are TLS)."""
+        with self.lock:
+            if not getattr(self, "_cert", None):
+                self._cert = make_cert(self.state)
+            return self._cert
+
+    def _tunnels(self, req, v2):
+        sb = self.sandbox(req.sandbox_id, v2)
+        resp = API.SandboxGetTunnelsResponse()
+        if sb.result is not None:   # ended: its tunnels are gone
+            resp.result.CopyFrom(sb.result)
+            return resp
+        resp.result.status = GS.GENERIC_STATUS_SUCCESS
+        resp.tunnels.extend(t.data() for t in sb.tunnels)
+        return resp
+
+    def SandboxGetTunnels(self, req, md, ctx):
+        return self._tunnels(req, False)
+
+    def SandboxGetTunnelsV2(self, req, md, ctx):
+        return self._tunnels(req, True)
+
     def _terminate(self, req, v2):
         sb = self.sandbox(req.sandbox_id, v2)
         existing = sb.result
@@ -1081,6 +1191,7 @@ def main():
     opts = [("grpc.max_receive_message_length", 100 << 20),
             ("grpc.max_send_message_length", 100 << 20)]
     ca = make_cert(fake.state) if args.tls else None
+    fake._cert = ca
 
     def listen(server):
         if ca is None:

@@ -519,6 +519,22 @@ function Session:diff_of(name, args)
   return nil
 end
 
+-- A running command's output shown under its tool call: ACP's content of a
+-- tool_call_update replaces the call's, so each update carries the tail so
+-- far, at most this many bytes.
+local LIVE_TAIL = 8192
+
+function Session:live_output(ev)
+  local call = self.calls[ev.id]
+  if not call or self.terminal_of[ev.id] or type(ev.text) ~= "string" then return end
+  local gap = ev.dropped and string.format("[… %d bytes left out …]\n", ev.dropped) or ""
+  local tail = (call.live or "") .. gap .. ev.text
+  if #tail > LIVE_TAIL then tail = tail:sub(-LIVE_TAIL):gsub("^[\128-\191]+", "") end  -- whole characters
+  call.live = tail
+  self:update { sessionUpdate = "tool_call_update", toolCallId = ev.id, status = "in_progress",
+                content = protocol.text_content(tail) }
+end
+
 function Session:on_event(ev)
   local t = ev.type
   if ev.path then return end -- a sub-agent's: its parent's tool call stands for it
@@ -539,6 +555,8 @@ function Session:on_event(ev)
       kind = protocol.tool_kind(ev.name), status = "pending", rawInput = args,
       locations = protocol.tool_locations(args, self:root()), content = diff,
     }
+  elseif t == "tool_output_delta" then
+    self:live_output(ev)
   elseif t == "tool_result" then
     local status = ev.status == "ok" and "completed" or "failed"
     local u = { sessionUpdate = "tool_call_update", toolCallId = ev.id, status = status,

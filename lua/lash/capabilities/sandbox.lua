@@ -505,6 +505,8 @@ local function backend_options(cap, creating)
     t.timeout = o.sandbox_timeout
     t.workdir, t.env, t.network = o.workdir, o.env, o.network
     t.from_snapshot = o.from_snapshot   -- a prepared workspace to start from
+    -- a backend that tunnels ports made with the sandbox (Modal) takes them at create
+    if o.publish and #o.publish > 0 and list_set(info.create_options).publish then t.publish = o.publish end
   end
   -- what an untrusted spec built is checked again at the call, however its
   -- fields were changed since
@@ -720,6 +722,25 @@ function Run:publish_ports()
   if not ports or #ports == 0 then return end
   self.published = {}
   local emit = self.ctx and self.ctx.emit
+  if self.sb.tunnels and list_set(self.cap.info.create_options).publish then
+    -- Modal: tunnels made with the sandbox (an attached one has those it was created with)
+    local ok, tunnels = pcall(self.sb.tunnels, self.sb)
+    if not ok then
+      self:log("warning", "cannot find the tunnels of sandbox " .. self.sb.id .. ": " .. message_of(tunnels))
+      return
+    end
+    local url = {}
+    for _, t in ipairs(tunnels) do url[t.port] = t.url end
+    for _, port in ipairs(ports) do
+      if not url[port] then
+        self:log("warning", "port " .. port .. " of sandbox " .. self.sb.id .. " has no tunnel: Modal tunnels only "
+          .. "the ports a sandbox is created with")
+      elseif emit then
+        emit { type = "port_published", port = port, address = url[port], sandbox_id = self.sb.id }
+      end
+    end
+    return
+  end
   for _, port in ipairs(ports) do
     local ok, p = pcall(self.sb.publish, self.sb, port)
     if not ok then

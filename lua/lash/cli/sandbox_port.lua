@@ -28,6 +28,21 @@ function M.run(args, cli, h)
   if port == 0 then h.usage(cli, "PORT must be 1-65535") end
   local host_port = opts["host-port"] and port_number(cli, h, opts["host-port"], "--host-port") or 0
   local sb = h.open({ pos[1] }, opts, cli, "port")
+  if opts.backend == "modal" then
+    -- Modal tunnels the ports named at create; this prints where one is
+    local ok, tunnels = pcall(sb.tunnels, sb)
+    sb:close()
+    if not ok then error(tunnels, 0) end
+    for _, t in ipairs(tunnels) do
+      if t.port == port then
+        cli.out(t.url, "\n")
+        return cli.EXIT.ok
+      end
+    end
+    cli.err("lash sandbox port: port ", port, " of ", pos[1], " has no tunnel: Modal tunnels only the ports "
+      .. "a sandbox is created with (lash sandbox create --backend modal --publish ", port, ")\n")
+    return cli.EXIT.sandbox
+  end
   local ok, pub = pcall(sb.publish, sb, port, { host = opts.bind, host_port = host_port })
   if not ok then
     sb:close()

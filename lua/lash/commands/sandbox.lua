@@ -23,8 +23,10 @@ usage: lash sandbox <subcommand> [options]
          [--env K=V]... [--workdir DIR] [--from-snapshot S]
          local: [--rootfs DIR] [--isolation bwrap|none] [--limit name=N]...
          modal: [--image TAG] [--app NAME] [--cpu N] [--memory MIB]
-                [--gpu TYPE|TYPE:N] [--idle-timeout S]
-                                      create a sandbox, print its id
+                [--gpu TYPE|TYPE:N] [--idle-timeout S] [--publish PORT]...
+                                      create a sandbox, print its id (modal:
+                                      --publish tunnels PORT to the internet
+                                      over TLS, its URL printed on stderr)
   snapshot ID                         snapshot its files, print the snapshot id
                                       (create --from-snapshot starts from it)
   snapshot rm SNAP...                 remove snapshots (one already gone is
@@ -45,7 +47,9 @@ usage: lash sandbox <subcommand> [options]
   port ID PORT [--host-port N] [--bind ADDR]
                                       relay a host port (printed; any free one
                                       unless --host-port) to PORT inside the
-                                      sandbox until interrupted (local)
+                                      sandbox until interrupted (local); modal:
+                                      print the tunnel URL of a port the
+                                      sandbox was created with (--publish)
   tags ID [--json]                    print the tags (k=v lines, sorted)
   attach ID --owner O [--holder H]    claim the sandbox (holder defaults to O)
   release ID --holder H               clear holder's claim
@@ -153,7 +157,7 @@ function sub.create(args, cli)
     env = "list", workdir = "value", rootfs = "value", isolation = "value",
     limit = "list", ["from-snapshot"] = "value",
     image = "value", app = "value", cpu = "value", memory = "value", gpu = "value",
-    ["idle-timeout"] = "value",
+    ["idle-timeout"] = "value", publish = "list",
   })
   if #pos > 0 then usage(cli, "create takes no positional arguments") end
   local spec = backend_opts(opts)
@@ -183,8 +187,30 @@ function sub.create(args, cli)
       if v == "none" or v == "off" then spec.limits[k] = false else spec.limits[k] = integer(cli, v, "--limit " .. k) end
     end
   end
+  if opts.publish then
+    if (opts.backend or "local") ~= "modal" then
+      usage(cli, "--publish is Modal's (a tunnel made with the sandbox); a local sandbox's port is "
+        .. "published by a lash that keeps running: lash sandbox port ID PORT")
+    end
+    spec.publish = {}
+    for _, p in ipairs(opts.publish) do
+      local n = math.tointeger(tonumber(p))
+      if not n or n < 1 or n > 65535 then usage(cli, "--publish takes a TCP port (1-65535), got '" .. p .. "'") end
+      spec.publish[#spec.publish + 1] = n
+    end
+  end
   -- the sandbox outlives this process: its lifetime (--timeout) ends it
-  cli.out(runtime.sandbox.create(spec):detach(), "\n")
+  local sb = runtime.sandbox.create(spec)
+  if spec.publish then
+    -- where each port is reachable: on stderr, so stdout stays the id alone
+    local ok, tunnels = pcall(sb.tunnels, sb)
+    if not ok then
+      sb:destroy()
+      error(tunnels, 0)
+    end
+    for _, t in ipairs(tunnels) do cli.err("port ", t.port, ": ", t.url, "\n") end
+  end
+  cli.out(sb:detach(), "\n")
   return EXIT.ok
 end
 

@@ -103,13 +103,18 @@ end
 
 -- A transport for one session: the peer's answers go to the HTTP request
 -- waiting for them.
+-- A progress notification goes to the event stream of the request that
+-- asked for it (by its progressToken), when that request is streamed.
 local function session_transport()
-  local t = { waiting = {} }
+  local t = { waiting = {}, streams = {} }
   function t.send(_, msg)
     local f = msg.id ~= nil and t.waiting[msg.id]
     if f then
       t.waiting[msg.id] = nil
       f:set(msg)
+    elseif msg.id == nil and msg.method == "notifications/progress" and type(msg.params) == "table" then
+      local write = t.streams[msg.params.progressToken]
+      if write then write(msg) end
     end
   end
   function t.close() end
@@ -152,6 +157,39 @@ local function exchange(s, msg)
   end
   s.peer:dispatch(msg)
   return nil
+end
+
+-- The progressToken of a single request whose client takes an event stream
+-- (Accept: text/event-stream) and asked for progress; nil otherwise.
+local function stream_token(msg, accept)
+  if type(msg) ~= "table" or msg[1] ~= nil or msg.id == nil or type(msg.method) ~= "string" then return nil end
+  if not (accept or ""):find("text/event-stream", 1, true) then return nil end
+  local meta = type(msg.params) == "table" and msg.params._meta
+  local token = type(meta) == "table" and meta.progressToken or nil
+  if type(token) == "string" or math.type(token) == "integer" then return token end
+  return nil
+end
+
+local function sse_event(msg)
+  return "event: message\ndata: " .. json.encode(msg) .. "\n\n"
+end
+
+-- Answer one request as an event stream (MCP's Streamable HTTP): its
+-- progress notifications as they come, then its response; the stream ends
+-- with the connection. A client gone mid-stream loses only the events.
+local function exchange_streamed(conn, s, msg, token)
+  local head = "HTTP/1.1 200 OK\r\nCache-Control: no-cache\r\nConnection: close\r\n"
+    .. "Content-Type: text/event-stream\r\nMcp-Session-Id: " .. s.id .. "\r\n\r\n"
+  local open = pcall(conn.write, conn, head)
+  local t = s.http_transport
+  t.streams[token] = function(note)
+    if open then open = pcall(conn.write, conn, sse_event(note)) end
+  end
+  local ok, answer = pcall(exchange, s, msg)
+  t.streams[token] = nil
+  if not ok then error(answer, 0) end
+  if open and answer then pcall(conn.write, conn, sse_event(answer)) end
+  return "close"
 end
 
 function Server:handle(conn, req)
@@ -199,6 +237,8 @@ function Server:handle(conn, req)
     if not s then return json_error(conn, 404, -32001, "Session not found") end
   end
   s.last_used = runtime.now()
+  local token = stream_token(msg, h.accept)
+  if token ~= nil then return exchange_streamed(conn, s, msg, token) end
   local answers = {}
   local list = (type(msg) == "table" and msg[1] ~= nil) and msg or { msg }
   for _, m in ipairs(list) do
@@ -219,6 +259,7 @@ function Server:serve_conn(conn)
       break
     end
     local ok, e = pcall(self.handle, self, conn, req)
+    if ok and e == "close" then break end   -- an event stream ends with its connection
     if not ok then
       if runtime.is_error(e, "cancelled") then break end
       pcall(json_error, conn, 500, rpc.INTERNAL_ERROR, "Internal error: " .. tostring(type(e) == "table" and e.message or e))

@@ -1336,5 +1336,6 @@ const lash_sandbox_backend lash_sandbox_backend_local = {
   local_persist,
   local_connect,
   local_drop_snapshot,
+  NULL   /* tunnels: a local port is published on this host (sandbox:publish) */
 };
 

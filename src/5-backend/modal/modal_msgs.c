@@ -18,7 +18,6 @@
   const pb_msgdesc modal_##cname##_desc = { full, sizeof(modal_Empty), 0, 0, NULL };
 
 EMPTY_DESC(Empty, "google.protobuf.Empty")
-EMPTY_DESC(PortSpecs, MC "PortSpecs")
 EMPTY_DESC(AuthTokenGetRequest, MC "AuthTokenGetRequest")
 EMPTY_DESC(TaskExecStartResponse, TCR "TaskExecStartResponse")
 EMPTY_DESC(TaskExecStdinWriteResponse, TCR "TaskExecStdinWriteResponse")
@@ -77,6 +76,17 @@ static const pb_field Resources_f[] = {
   PB_F(modal_Resources, 7, milli_cpu_max, PB_UINT32),
 };
 DESC(Resources, MC "Resources", Resources_f)
+
+static const pb_field PortSpec_f[] = {
+  PB_F(modal_PortSpec, 1, port, PB_UINT32),
+  PB_F(modal_PortSpec, 2, unencrypted, PB_BOOL),
+};
+DESC(PortSpec, MC "PortSpec", PortSpec_f)
+
+static const pb_field PortSpecs_f[] = {
+  PB_REPMSG(modal_PortSpecs, 1, ports, &modal_PortSpec_desc),
+};
+DESC(PortSpecs, MC "PortSpecs", PortSpecs_f)
 
 static const pb_field Any_f[] = {
   PB_F(modal_Any, 1, type_url, PB_STRING),
@@ -325,6 +335,27 @@ static const pb_field SandboxWaitResponse_f[] = {
   PB_MSGF(modal_SandboxWaitResponse, 2, metadata, &modal_SandboxHandleMetadata_desc),
 };
 DESC(SandboxWaitResponse, MC "SandboxWaitResponse", SandboxWaitResponse_f)
+
+static const pb_field SandboxGetTunnelsRequest_f[] = {
+  PB_F(modal_SandboxGetTunnelsRequest, 1, sandbox_id, PB_STRING),
+  PB_F(modal_SandboxGetTunnelsRequest, 2, timeout, PB_FLOAT),
+};
+DESC(SandboxGetTunnelsRequest, MC "SandboxGetTunnelsRequest", SandboxGetTunnelsRequest_f)
+
+static const pb_field TunnelData_f[] = {
+  PB_F(modal_TunnelData, 1, host, PB_STRING),
+  PB_F(modal_TunnelData, 2, port, PB_UINT32),
+  PB_OPT(modal_TunnelData, 3, unencrypted_host, PB_STRING),
+  PB_OPT(modal_TunnelData, 4, unencrypted_port, PB_UINT32),
+  PB_F(modal_TunnelData, 5, container_port, PB_UINT32),
+};
+DESC(TunnelData, MC "TunnelData", TunnelData_f)
+
+static const pb_field SandboxGetTunnelsResponse_f[] = {
+  PB_MSGF(modal_SandboxGetTunnelsResponse, 1, result, &modal_GenericResult_desc),
+  PB_REPMSG(modal_SandboxGetTunnelsResponse, 2, tunnels, &modal_TunnelData_desc),
+};
+DESC(SandboxGetTunnelsResponse, MC "SandboxGetTunnelsResponse", SandboxGetTunnelsResponse_f)
 
 static const pb_field SandboxTerminateRequest_f[] = {
   PB_F(modal_SandboxTerminateRequest, 1, sandbox_id, PB_STRING),

@@ -83,7 +83,10 @@ typedef struct modal_Resources {
   uint32_t memory_mb_max, ephemeral_disk_mb, milli_cpu_max;
 } modal_Resources;
 
-typedef struct modal_PortSpecs { char unused_; } modal_PortSpecs;
+/* A port of the sandbox Modal tunnels to the internet: TLS always, a raw
+** TCP endpoint too when unencrypted. */
+typedef struct modal_PortSpec { uint32_t port; bool unencrypted; } modal_PortSpec;
+typedef struct modal_PortSpecs { modal_PortSpec *ports; size_t ports_n; } modal_PortSpecs;
 
 typedef struct modal_Any {
   pb_str type_url, value;
@@ -273,6 +276,26 @@ typedef struct modal_SandboxWaitResponse {
   const modal_SandboxHandleMetadata *metadata;
 } modal_SandboxWaitResponse;
 
+typedef struct modal_SandboxGetTunnelsRequest {
+  pb_str sandbox_id;
+  float timeout;
+} modal_SandboxGetTunnelsRequest;
+
+typedef struct modal_TunnelData {
+  pb_str host;
+  uint32_t port;
+  bool has_unencrypted_host;
+  pb_str unencrypted_host;
+  bool has_unencrypted_port;
+  uint32_t unencrypted_port;
+  uint32_t container_port;
+} modal_TunnelData;
+
+typedef struct modal_SandboxGetTunnelsResponse {
+  const modal_GenericResult *result;
+  modal_TunnelData *tunnels; size_t tunnels_n;
+} modal_SandboxGetTunnelsResponse;
+
 typedef struct modal_SandboxTerminateRequest { pb_str sandbox_id; } modal_SandboxTerminateRequest;
 typedef struct modal_SandboxTerminateResponse {
   const modal_GenericResult *existing_result;
@@ -375,7 +398,8 @@ typedef struct modal_TaskExecStdinWriteRequest {
 
 #define MODAL_MSGS(X)                                                  \
   X(Empty) X(GenericResult) X(SandboxHandleMetadata) X(SandboxTag)       \
-  X(StringMap) X(NetworkAccess) X(GPUConfig) X(Resources) X(PortSpecs)  \
+  X(StringMap) X(NetworkAccess) X(GPUConfig) X(Resources) X(PortSpec)   \
+  X(PortSpecs)                                                           \
   X(Any)                                                                 \
   X(RPCStatus) X(RPCRetryPolicy) X(AuthTokenGetRequest)                  \
   X(AuthTokenGetResponse) X(ClientHelloResponse)                         \
@@ -393,7 +417,8 @@ typedef struct modal_TaskExecStdinWriteRequest {
   X(TaskGetCommandRouterAccessResponse)                                  \
   X(SandboxGetCommandRouterAccessRequest)                                \
   X(SandboxGetCommandRouterAccessResponse) X(SandboxWaitRequest)         \
-  X(SandboxWaitResponse) X(SandboxTerminateRequest)                      \
+  X(SandboxWaitResponse) X(SandboxGetTunnelsRequest) X(TunnelData)      \
+  X(SandboxGetTunnelsResponse) X(SandboxTerminateRequest)                \
   X(SandboxTerminateResponse) X(SandboxTagsSetRequest)                   \
   X(SandboxTagsGetRequest) X(SandboxTagsGetResponse)                     \
   X(TaskInfo) X(SandboxInfo) X(SandboxListRequest) X(SandboxListResponse) \

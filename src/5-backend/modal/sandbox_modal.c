@@ -28,7 +28,7 @@
 /* app_name and create_app_if_missing are the sandbox capability's names. */
 static const char *const create_options[] = {
   "image", "app_name", "create_app_if_missing", "cpu", "memory", "gpu", "idle_timeout",
-  NULL
+  "publish", NULL
 };
 
 static const char *const config_options[] = {
@@ -412,6 +412,7 @@ static int s_create(lua_State *L) {
   }
   lua_pop(L, 1);
   ca->def.network_access = &ca->net;
+  msb_publish_parse(L, op, 2, &ca->ports);   /* sandbox_modal_ports.c */
   ca->def.open_ports = &ca->ports;
   /* resources */
   if (lua_getfield(L, 2, "cpu") != LUA_TNIL) {
@@ -1216,7 +1217,8 @@ const lash_sandbox_backend lash_sandbox_backend_modal = {
   NULL, s_list, s_gc, s_probe, s_snapshot,
   NULL,  /* spawn: no streaming exec on Modal yet (sandbox.c says so) */
   NULL,  /* persist: Modal keeps its sandboxes' records itself */
-  NULL,  /* connect: Modal publishes ports as tunnels made at create; not asked for yet */
-  NULL   /* drop_snapshot: a snapshot is an image, which Modal's API has no call to delete */
+  NULL,  /* connect: Modal reaches ports through tunnels made at create (tunnels) */
+  NULL,  /* drop_snapshot: a snapshot is an image, which Modal's API has no call to delete */
+  msb_tunnels
 };
 

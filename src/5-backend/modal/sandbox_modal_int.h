@@ -171,4 +171,9 @@ int msb_json_decode(lua_State *L);
 int msb_fs_raise(lua_State *L, mop *op, const char *action);
 const char *msb_kind_of(const char *t);
 
+/* Ports (sandbox_modal_ports.c): create's spec.publish as encrypted
+** PortSpecs; the tunnels slot. */
+void msb_publish_parse(lua_State *L, mop *op, int spec, modal_PortSpecs *out);
+int msb_tunnels(lua_State *L);
+
 #endif
